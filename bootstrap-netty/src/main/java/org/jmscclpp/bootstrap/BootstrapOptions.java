@@ -1,0 +1,191 @@
+package org.jmscclpp.bootstrap;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Immutable settings of a {@link TcpBootstrap}. {@link #fromEnvironment()} reads the variables the
+ * README lists; {@link #builder()} starts from those and lets code override each one.
+ *
+ * <table>
+ *   <caption>Environment</caption>
+ *   <tr><th>variable</th><th>meaning</th><th>default</th></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_TIMEOUT}</td><td>initialize deadline, seconds (fractions allowed)</td><td>30</td></tr>
+ *   <tr><td>{@code MSCCLPP_SOCKET_IFNAME}</td><td>interface list, NCCL syntax: prefixes, {@code ^} excludes, {@code =} exact</td><td>auto</td></tr>
+ *   <tr><td>{@code MSCCLPP_SOCKET_FAMILY}</td><td>{@code AF_INET} or {@code AF_INET6}</td><td>any</td></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_SECRET}</td><td>shared secret mixed into explicit-address jobs</td><td>none</td></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_MAX_FRAME}</td><td>largest frame on the wire, bytes; larger messages are chunked</td><td>4194304</td></tr>
+ * </table>
+ */
+public final class BootstrapOptions {
+
+    /** Smallest allowed frame limit; the control messages of the protocol fit in it. */
+    public static final int MIN_FRAME_BYTES = 4096;
+
+    private final Duration initTimeout;
+    private final Duration operationTimeout;
+    private final int maxFrameBytes;
+    private final @Nullable String socketIfname;
+    private final @Nullable String socketFamily;
+    private final @Nullable String secret;
+
+    private BootstrapOptions(Builder b) {
+        this.initTimeout = b.initTimeout;
+        this.operationTimeout = b.operationTimeout;
+        this.maxFrameBytes = b.maxFrameBytes;
+        this.socketIfname = b.socketIfname;
+        this.socketFamily = b.socketFamily;
+        this.secret = b.secret;
+    }
+
+    /** Options from the process environment. */
+    public static BootstrapOptions fromEnvironment() {
+        return builder().build();
+    }
+
+    /** A builder preset from the process environment. */
+    public static Builder builder() {
+        return builderFrom(System.getenv());
+    }
+
+    /** A builder preset from the given variables (tests use this instead of the real environment). */
+    public static Builder builderFrom(Map<String, String> env) {
+        Builder b = new Builder();
+        String t = env.get("MSCCLPP_BOOTSTRAP_TIMEOUT");
+        if (t != null && !t.isBlank()) {
+            b.initTimeout(parseSeconds("MSCCLPP_BOOTSTRAP_TIMEOUT", t));
+        }
+        String f = env.get("MSCCLPP_BOOTSTRAP_MAX_FRAME");
+        if (f != null && !f.isBlank()) {
+            try {
+                b.maxFrameBytes(Integer.parseInt(f.strip()));
+            } catch (NumberFormatException e) {
+                throw invalid("MSCCLPP_BOOTSTRAP_MAX_FRAME is not an integer: '" + f + "'");
+            }
+        }
+        b.socketIfname = blankToNull(env.get("MSCCLPP_SOCKET_IFNAME"));
+        String fam = blankToNull(env.get("MSCCLPP_SOCKET_FAMILY"));
+        if (fam != null) {
+            b.socketFamily(fam);
+        }
+        b.secret = blankToNull(env.get("MSCCLPP_BOOTSTRAP_SECRET"));
+        return b;
+    }
+
+    static Duration parseSeconds(String what, String value) {
+        try {
+            double s = Double.parseDouble(value.strip());
+            if (!(s > 0) || Double.isInfinite(s)) {
+                throw invalid(what + " must be a positive number of seconds, got '" + value + "'");
+            }
+            return Duration.ofNanos((long) (s * 1e9));
+        } catch (NumberFormatException e) {
+            throw invalid(what + " is not a number of seconds: '" + value + "'");
+        }
+    }
+
+    private static @Nullable String blankToNull(@Nullable String s) {
+        return s == null || s.isBlank() ? null : s.strip();
+    }
+
+    private static JmscclppException invalid(String detail) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).phase("options").build();
+    }
+
+    /** Deadline of {@code initialize}. */
+    public Duration initTimeout() {
+        return initTimeout;
+    }
+
+    /** Deadline of the operations called without a timeout. */
+    public Duration operationTimeout() {
+        return operationTimeout;
+    }
+
+    /** Largest frame accepted or sent; larger messages travel as several frames. */
+    public int maxFrameBytes() {
+        return maxFrameBytes;
+    }
+
+    /** The {@code MSCCLPP_SOCKET_IFNAME} value, or null for automatic selection. */
+    public @Nullable String socketIfname() {
+        return socketIfname;
+    }
+
+    /** {@code AF_INET}, {@code AF_INET6}, or null for either. */
+    public @Nullable String socketFamily() {
+        return socketFamily;
+    }
+
+    /** Secret mixed into explicit-address jobs, or null. */
+    public @Nullable String secret() {
+        return secret;
+    }
+
+    /** Builder of {@link BootstrapOptions}. */
+    public static final class Builder {
+        private Duration initTimeout = Bootstrap.DEFAULT_TIMEOUT;
+        private Duration operationTimeout = Bootstrap.DEFAULT_TIMEOUT;
+        private int maxFrameBytes = 4 << 20;
+        private @Nullable String socketIfname;
+        private @Nullable String socketFamily;
+        private @Nullable String secret;
+
+        private Builder() {
+        }
+
+        public Builder initTimeout(Duration timeout) {
+            this.initTimeout = positive(timeout, "initTimeout");
+            return this;
+        }
+
+        public Builder operationTimeout(Duration timeout) {
+            this.operationTimeout = positive(timeout, "operationTimeout");
+            return this;
+        }
+
+        public Builder maxFrameBytes(int bytes) {
+            if (bytes < MIN_FRAME_BYTES) {
+                throw invalid("maxFrameBytes must be at least " + MIN_FRAME_BYTES + ", got " + bytes);
+            }
+            this.maxFrameBytes = bytes;
+            return this;
+        }
+
+        public Builder socketIfname(@Nullable String ifname) {
+            this.socketIfname = blankToNull(ifname);
+            return this;
+        }
+
+        public Builder socketFamily(@Nullable String family) {
+            String f = blankToNull(family);
+            if (f != null && !f.equals("AF_INET") && !f.equals("AF_INET6")) {
+                throw invalid("MSCCLPP_SOCKET_FAMILY must be AF_INET or AF_INET6, got '" + f + "'");
+            }
+            this.socketFamily = f;
+            return this;
+        }
+
+        public Builder secret(@Nullable String secret) {
+            this.secret = blankToNull(secret);
+            return this;
+        }
+
+        public BootstrapOptions build() {
+            return new BootstrapOptions(this);
+        }
+
+        private static Duration positive(Duration d, String what) {
+            Objects.requireNonNull(d, what);
+            if (d.isNegative() || d.isZero()) {
+                throw invalid(what + " must be positive, got " + d);
+            }
+            return d;
+        }
+    }
+}

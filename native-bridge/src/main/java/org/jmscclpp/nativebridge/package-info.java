@@ -1,0 +1,7 @@
+/**
+ * org.jmscclpp.nativebridge.
+ */
+@NullMarked
+package org.jmscclpp.nativebridge;
+
+import org.jspecify.annotations.NullMarked;
