@@ -1,47 +1,810 @@
 package org.jmscclpp.bootstrap;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.HostIdentity;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 
-/** API outline; the implementation lands in the next commit. */
+/**
+ * The TCP {@link Bootstrap}: a root gathers every rank's listen address, then ranks talk over
+ * persistent Netty connections (one per pair of ranks, opened on first use and wired along the
+ * ring at initialization).
+ *
+ * <pre>{@code
+ * TcpBootstrap rank0 = TcpBootstrap.create(0, n);
+ * UniqueId id = rank0.createUniqueId();          // give id to every rank (MPI, a store, an env var)
+ * Mono<TcpBootstrap> ready = rank0.initialize(id);
+ * // or, with no id to distribute: TcpBootstrap.create(rank, n).initialize("10.0.0.1:50000")
+ * }</pre>
+ *
+ * <p>Initialization: rank 0 (or whoever created the id) runs the root; each rank binds its own
+ * listening socket on the chosen interface, checks in with the root, waits for the welcome (the
+ * job session; rank 0 also gets the address book and spreads it along a binomial tree), and
+ * connects the ring. Everything is bounded by {@link BootstrapOptions#initTimeout()}; a failure
+ * names the phase (root check-in, address book, ring) and the rank it waited for.
+ *
+ * <p>Every connection opens with a {@link Preamble} carrying the job secret: connections of other
+ * jobs, scanners and garbage are dropped with a log line. A peer that disconnects without saying
+ * goodbye fails every pending and later operation with {@link ErrorCode#REMOTE_ERROR} naming it,
+ * on this rank and — relayed along the connections — on every rank still reachable; {@link
+ * #abort(String)} does the same with {@link ErrorCode#ABORTED}.
+ *
+ * <p>Threads: signals are delivered on this JVM's shared Netty event-loop threads
+ * ({@code jmscclpp-io-*}); {@link #close()} and the root's bind block briefly and run on the
+ * caller's thread (a virtual thread for {@code initialize}).
+ */
 public final class TcpBootstrap implements Bootstrap {
-    private TcpBootstrap() {
+
+    private static final System.Logger LOG = System.getLogger(TcpBootstrap.class.getName());
+    /** Blocking setup steps (the root's bind) run on virtual threads, never on an event loop. */
+    private static final Executor VIRTUAL = r -> Thread.ofVirtual().name("jmscclpp-bootstrap").start(r);
+
+    private enum State { NEW, INITIALIZING, READY, CLOSED }
+
+    private final int rank;
+    private final int size;
+    private final BootstrapOptions options;
+    private final AtomicLong collectiveSeq = new AtomicLong(1);
+    private final Collectives.Transport transport = new CollectiveTransport();
+    private State state = State.NEW;
+    private @Nullable EventLoopGroup group;
+    private @Nullable Mailboxes mailboxes;
+    private @Nullable PeerLinks links;
+    private @Nullable BootstrapRoot ownedRoot;
+    private @Nullable TcpUniqueId ownedId;
+    private @Nullable CompletableFuture<Welcome> welcome;
+    private volatile @Nullable JmscclppException failure;
+    private volatile @Nullable AddressBook book;
+
+    private TcpBootstrap(int rank, int size, BootstrapOptions options) {
+        this.rank = rank;
+        this.size = size;
+        this.options = options;
     }
 
+    /** A bootstrap for {@code rank} of {@code nRanks}, with options from the environment; not yet connected. */
     public static TcpBootstrap create(int rank, int nRanks) {
-        throw new UnsupportedOperationException();
+        return create(rank, nRanks, BootstrapOptions.fromEnvironment());
     }
 
+    /** A bootstrap for {@code rank} of {@code nRanks}; not yet connected. */
     public static TcpBootstrap create(int rank, int nRanks, BootstrapOptions options) {
-        throw new UnsupportedOperationException();
+        Objects.requireNonNull(options, "options");
+        if (nRanks <= 0 || rank < 0 || rank >= nRanks) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE,
+                    "rank " + rank + " of " + nRanks + " ranks: need 0 <= rank < nRanks").rank(rank).phase("create").build();
+        }
+        return new TcpBootstrap(rank, nRanks, options);
     }
 
+    /**
+     * Creates a bootstrap and initializes it with {@code id} within {@code timeout}; on error or
+     * cancellation the bootstrap is closed.
+     */
     public static Mono<TcpBootstrap> initialize(int rank, int nRanks, UniqueId id, Duration timeout) {
-        throw new UnsupportedOperationException();
+        return Mono.defer(() -> create(rank, nRanks, BootstrapOptions.builder().initTimeout(timeout).build())
+                .initialize(id));
     }
 
-    public UniqueId createUniqueId() {
-        throw new UnsupportedOperationException();
+    /**
+     * Starts this job's root in this process and returns the id every rank initializes with. The
+     * root listens on the interface {@code MSCCLPP_SOCKET_IFNAME} (or the default order) selects,
+     * serves {@link #size()} ranks, and stops once they are wired, when this bootstrap closes, or
+     * when {@link BootstrapOptions#initTimeout()} passes.
+     */
+    public synchronized UniqueId createUniqueId() {
+        if (state != State.NEW || ownedRoot != null) {
+            throw usage("createUniqueId", state == State.NEW
+                    ? "this bootstrap already created a unique id" : "createUniqueId must come before initialize");
+        }
+        InterfaceSelector.Selected local = InterfaceSelector.of(options).select(null);
+        TcpUniqueId id = TcpUniqueId.random(new InetSocketAddress(local.address(), 0));
+        BootstrapRoot root = BootstrapRoot.start(id.secret(), size, new InetSocketAddress(local.address(), 0),
+                options.initTimeout(), System.nanoTime());
+        ownedRoot = root;
+        ownedId = new TcpUniqueId(root.localAddress(), id.secret());
+        return ownedId.toUniqueId();
     }
 
+    /**
+     * Joins the job of {@code id}. Emits this bootstrap once the ring is connected; errors with
+     * TIMEOUT (naming the phase) after {@link BootstrapOptions#initTimeout()}, with
+     * INVALID_USAGE if the root refused this rank, with REMOTE_ERROR if another rank died first.
+     * Cancelling closes the bootstrap.
+     */
     public Mono<TcpBootstrap> initialize(UniqueId id) {
-        throw new UnsupportedOperationException();
+        return Mono.defer(() -> {
+            TcpUniqueId tid = TcpUniqueId.from(id);
+            InterfaceSelector.Selected local = InterfaceSelector.of(options).select(tid.root().getAddress());
+            return start(tid, new InetSocketAddress(local.address(), 0), null);
+        });
     }
 
+    /**
+     * Joins the job whose root listens at {@code address}: {@code "ip:port"}, {@code "if:ip:port"},
+     * {@code "[v6addr]:port"} or {@code "host:port"}. Rank 0 starts the root there; the secret is
+     * derived from the address and {@code MSCCLPP_BOOTSTRAP_SECRET}, so every rank agrees on it
+     * without exchanging anything. Otherwise as {@link #initialize(UniqueId)}.
+     */
     public Mono<TcpBootstrap> initialize(String address) {
-        throw new UnsupportedOperationException();
+        return Mono.defer(() -> {
+            BootstrapAddress root = BootstrapAddress.parse(address);
+            TcpUniqueId tid = TcpUniqueId.derived(root.socketAddress(), options.secret());
+            InterfaceSelector selector = InterfaceSelector.of(options);
+            InetAddress rootIp = root.address();
+            InterfaceSelector.Selected local;
+            if (root.interfacePrefix() != null) {
+                local = selector.withIfname(root.interfacePrefix(), "address " + address).select(rootIp);
+            } else if (rootIp.isLoopbackAddress()) {
+                local = new InterfaceSelector.Selected("lo", rootIp, 8, "loopback root");
+            } else {
+                local = selector.findBySubnet(rootIp).orElseGet(() -> selector.select(rootIp));
+            }
+            return start(tid, new InetSocketAddress(local.address(), 0), rank == 0 ? root.socketAddress() : null);
+        });
     }
 
-    @Override public int rank() { throw new UnsupportedOperationException(); }
-    @Override public int size() { throw new UnsupportedOperationException(); }
-    @Override public int nRanksPerNode() { throw new UnsupportedOperationException(); }
-    @Override public Mono<byte[]> allGather(byte[] local, Duration timeout) { throw new UnsupportedOperationException(); }
-    @Override public Mono<Void> barrier(Duration timeout) { throw new UnsupportedOperationException(); }
-    @Override public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) { throw new UnsupportedOperationException(); }
-    @Override public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) { throw new UnsupportedOperationException(); }
-    @Override public Mono<byte[]> recv(int peer, int tag, Duration timeout) { throw new UnsupportedOperationException(); }
-    @Override public void abort(String reason) { throw new UnsupportedOperationException(); }
-    @Override public void close() { }
+    private Mono<TcpBootstrap> start(TcpUniqueId id, InetSocketAddress listenAt, @Nullable InetSocketAddress rootAt) {
+        synchronized (this) {
+            if (state != State.NEW) {
+                return Mono.error(usage("initialize", "initialize was already called (state " + state + ")"));
+            }
+            state = State.INITIALIZING;
+            group = EventLoops.acquire();
+            mailboxes = new Mailboxes(group.next());
+            links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), group, new LinkEvents());
+        }
+        long t0 = System.nanoTime();
+        long deadline = t0 + options.initTimeout().toNanos();
+        long[] marks = new long[3];
+        CompletableFuture<Void> rootStarted = rootAt == null
+                ? CompletableFuture.completedFuture(null)
+                : CompletableFuture.runAsync(() -> hostRoot(id, rootAt, deadline), VIRTUAL);
+        CompletableFuture<TcpBootstrap> init = rootStarted
+                .thenCompose(v -> links().listen(listenAt))
+                .thenCompose(bound -> checkIn(id, bound, deadline))
+                .thenCompose(w -> {
+                    marks[0] = System.nanoTime();
+                    links().setSession(w.session());
+                    return spreadAddressBook(w.book(), deadline);
+                })
+                .thenCompose(v -> {
+                    marks[1] = System.nanoTime();
+                    return connectRing(deadline);
+                })
+                .thenApply(v -> {
+                    marks[2] = System.nanoTime();
+                    ready(t0, marks, listenAt);
+                    return this;
+                });
+        return Mono.fromFuture(init, true)
+                .onErrorMap(this::unwrap)
+                .doOnError(e -> close())
+                .doOnCancel(this::close);
+    }
+
+    private void hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
+        BootstrapRoot root = BootstrapRoot.start(id.secret(), size, at,
+                Duration.ofNanos(Math.max(1, deadline - System.nanoTime())), deadline);
+        synchronized (this) {
+            if (state == State.CLOSED) {
+                root.close();
+                throw usage("initialize", "closed while starting the root");
+            }
+            ownedRoot = root;
+        }
+    }
+
+    private void ready(long t0, long[] marks, InetSocketAddress listenAt) {
+        BootstrapRoot root;
+        synchronized (this) {
+            if (state != State.INITIALIZING) {
+                throw JmscclppException.builder(ErrorCode.ABORTED, "closed during initialize").rank(rank)
+                        .phase("initialize").build();
+            }
+            state = State.READY;
+            root = ownedRoot;
+            ownedRoot = null;
+        }
+        if (root != null) {
+            root.close();
+        }
+        Level level = rank == 0 ? Level.INFO : Level.DEBUG;
+        LOG.log(level, () -> String.format("rank %d of %d: bootstrap ready in %.1f ms (root check-in %.1f ms, "
+                        + "address book %.1f ms, ring %.1f ms) on %s, %d ranks on this host",
+                rank, size, ms(marks[2] - t0), ms(marks[0] - t0), ms(marks[1] - marks[0]), ms(marks[2] - marks[1]),
+                listenAt.getAddress().getHostAddress(), nRanksPerNode()));
+    }
+
+    private static double ms(long nanos) {
+        return nanos / 1e6;
+    }
+
+    /** What the root said: the session, and for rank 0 the address book. */
+    private record Welcome(byte[] session, @Nullable AddressBook book) {
+    }
+
+    /**
+     * Connects to the root (retrying while it is not listening yet), checks in and waits for the
+     * welcome. A connection the root closes before answering the preamble (a previous job's root
+     * shutting down on a fixed port) is retried too.
+     */
+    private CompletableFuture<Welcome> checkIn(TcpUniqueId id, InetSocketAddress listening, long deadline) {
+        CompletableFuture<Welcome> result = new CompletableFuture<>();
+        synchronized (this) {
+            welcome = result;
+        }
+        attemptCheckIn(id, listening, deadline, result, 5);
+        return withDeadline(result, deadline, () -> JmscclppException.builder(ErrorCode.TIMEOUT,
+                        "no welcome from the root at " + id.root() + " within " + options.initTimeout().toMillis()
+                                + " ms: not every rank checked in (or the root is unreachable)")
+                .rank(rank).phase("root check-in").build());
+    }
+
+    private void attemptCheckIn(TcpUniqueId id, InetSocketAddress listening, long deadline,
+                                CompletableFuture<Welcome> result, long pauseMillis) {
+        if (result.isDone()) {
+            return;
+        }
+        AtomicBoolean answered = new AtomicBoolean();
+        int maxWelcome = Math.max(options.maxFrameBytes(), 64 + size * AddressBook.ENTRY_BYTES);
+        Runnable retry = () -> {
+            long left = deadline - System.nanoTime();
+            if (!result.isDone() && left > 0) {
+                group().schedule(() -> attemptCheckIn(id, listening, deadline, result, Math.min(pauseMillis * 2, 100)),
+                        Math.min(TimeUnit.MILLISECONDS.toNanos(pauseMillis), left), TimeUnit.NANOSECONDS);
+            }
+        };
+        ChannelFuture connect = new io.netty.bootstrap.Bootstrap()
+                .group(group())
+                .channel(EventLoops.socketChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
+                .handler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new PreambleHandler(id.secret(), PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
+                                "rank " + rank + " root connection", (ctx, p) -> {
+                            if (p.type != Preamble.TYPE_ROOT || p.receiverOrSize != size) {
+                                return CompletableFuture.completedFuture(p.type != Preamble.TYPE_ROOT
+                                        ? "not a root" : "the root serves " + p.receiverOrSize + " ranks");
+                            }
+                            answered.set(true);
+                            ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
+                            return CompletableFuture.completedFuture(null);
+                        }));
+                    }
+                })
+                .connect(id.root());
+        connect.addListener((ChannelFuture f) -> {
+            if (!f.isSuccess()) {
+                retry.run();
+                return;
+            }
+            Channel ch = f.channel();
+            result.whenComplete((w, e) -> ch.close());
+            ch.closeFuture().addListener(c -> {
+                if (result.isDone()) {
+                    return;
+                }
+                if (!answered.get()) {
+                    retry.run();
+                } else {
+                    result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                    "the root at " + id.root() + " closed the connection before welcoming this rank")
+                            .rank(rank).phase("root check-in").build());
+                }
+            });
+            ByteBuf out = ch.alloc().buffer(Preamble.BYTES + 16 + 8 + AddressBook.ENTRY_BYTES);
+            new Preamble(Preamble.TYPE_ROOT, id.secret(), Preamble.noSession(), rank, size).writeTo(out);
+            ByteBuf body = ch.alloc().buffer(8 + AddressBook.ENTRY_BYTES);
+            body.writeIntLE(rank);
+            body.writeIntLE(size);
+            AddressBook.writeEntry(body, HostIdentity.hostHash(), listening);
+            ch.write(out);
+            FrameDecoder.write(ch, Frame.CHECK_IN, Frame.LAST, 0, body, ch.newPromise());
+            ch.flush();
+        });
+    }
+
+    private final class WelcomeHandler extends ChannelInboundHandlerAdapter {
+        private final CompletableFuture<Welcome> result;
+
+        WelcomeHandler(CompletableFuture<Welcome> result) {
+            this.result = result;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            Frame frame = (Frame) msg;
+            try {
+                ByteBuf in = frame.payload();
+                if (frame.kind() == Frame.FAILURE) {
+                    result.completeExceptionally(Failure.decode(frame.channel(), in).withRank(rank));
+                } else if (frame.kind() == Frame.WELCOME && in.readableBytes() >= 21) {
+                    byte[] session = new byte[Preamble.SESSION_BYTES];
+                    in.readBytes(session);
+                    int n = in.readIntLE();
+                    boolean hasBook = in.readByte() != 0;
+                    AddressBook b = hasBook ? AddressBook.read(in, size) : null;
+                    if (n != size || hasBook != (rank == 0) || (hasBook && b == null)) {
+                        result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                "the root sent a malformed welcome").rank(rank).phase("root check-in").build());
+                    } else {
+                        result.complete(new Welcome(session, b));
+                    }
+                } else {
+                    result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                    "the root sent frame kind " + frame.kind() + " instead of a welcome")
+                            .rank(rank).phase("root check-in").build());
+                }
+            } finally {
+                frame.release();
+                ctx.close();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                    "bad answer from the root: " + cause).rank(rank).phase("root check-in").cause(cause).build());
+            ctx.close();
+        }
+    }
+
+    /** Rank 0 sends the book down a binomial tree; every rank forwards it once it has it. */
+    private CompletableFuture<Void> spreadAddressBook(@Nullable AddressBook fromRoot, long deadline) {
+        byte[] bytes = new byte[0];
+        if (fromRoot != null) {
+            installBook(fromRoot);
+            ByteBuf buf = Unpooled.buffer(4 + size * AddressBook.ENTRY_BYTES);
+            fromRoot.writeTo(buf);
+            bytes = new byte[buf.readableBytes()];
+            buf.readBytes(bytes);
+        }
+        Consumer<byte[]> install = received -> {
+            if (book == null) {
+                AddressBook b = AddressBook.read(Unpooled.wrappedBuffer(received), size);
+                if (b == null) {
+                    throw JmscclppException.builder(ErrorCode.REMOTE_ERROR, "received a malformed address book")
+                            .rank(rank).phase("address book").build();
+                }
+                installBook(b);
+            }
+        };
+        return Collectives.broadcast(transport, 0, 0, bytes, deadline, install).then().toFuture();
+    }
+
+    private void installBook(AddressBook b) {
+        book = b;
+        links().setBook(b);
+    }
+
+    /** Opens the ring's connections: to the next and previous rank, the lower rank of each pair connecting. */
+    private CompletableFuture<Void> connectRing(long deadline) {
+        if (size == 1) {
+            return CompletableFuture.completedFuture(null);
+        }
+        int next = (rank + 1) % size;
+        int prev = (rank - 1 + size) % size;
+        CompletableFuture<Channel> a = links().sendChannel(next, rank < next);
+        CompletableFuture<Channel> b = links().sendChannel(prev, rank < prev);
+        return withDeadline(CompletableFuture.allOf(a, b), deadline, () -> JmscclppException.builder(ErrorCode.TIMEOUT,
+                        "the ring was not connected in time (rank " + prev + " or " + next + " is missing)")
+                .rank(rank).peer(a.isDone() ? prev : next).phase("ring").build());
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public int nRanksPerNode() {
+        AddressBook b = book;
+        if (b == null) {
+            throw usage("nRanksPerNode", "the bootstrap is not initialized");
+        }
+        return b.ranksOnHostOf(rank);
+    }
+
+    @Override
+    public Duration defaultTimeout() {
+        return options.operationTimeout();
+    }
+
+    /** Errors this job's root (if this process runs it) sent to misbehaving ranks, as they happen. */
+    public synchronized Flux<JmscclppException> rootProblems() {
+        return ownedRoot == null ? Flux.empty() : ownedRoot.problems();
+    }
+
+    @Override
+    public Mono<byte[]> allGather(byte[] local, Duration timeout) {
+        Objects.requireNonNull(local, "local");
+        return collective("allGather", timeout, (seq, deadline) -> Collectives.allGather(transport, seq, local, deadline));
+    }
+
+    @Override
+    public Mono<Void> barrier(Duration timeout) {
+        return collective("barrier", timeout, (seq, deadline) -> Collectives.barrier(transport, seq, deadline));
+    }
+
+    @Override
+    public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) {
+        Objects.requireNonNull(data, "data");
+        return collective("broadcast", timeout, (seq, deadline) -> {
+            checkPeer(root, "broadcast", "root");
+            return Collectives.broadcast(transport, seq, root, data, deadline, b -> { });
+        });
+    }
+
+    private interface CollectiveBody<T> {
+        Mono<T> run(long seq, long deadlineNanos);
+    }
+
+    private <T> Mono<T> collective(String phase, Duration timeout, CollectiveBody<T> body) {
+        Objects.requireNonNull(timeout, "timeout");
+        return Mono.defer(() -> {
+            checkReady(phase);
+            long seq = collectiveSeq.getAndIncrement();
+            long deadline = System.nanoTime() + timeout.toNanos();
+            return body.run(seq, deadline).doFinally(s -> mailboxes().forgetChannel(Frame.COLLECTIVE, seq));
+        });
+    }
+
+    @Override
+    public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(timeout, "timeout");
+        return Mono.defer(() -> {
+            checkReady("send");
+            checkPeer(peer, "send", "peer");
+            Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, tag, "send");
+            if (peer == rank) {
+                mailboxes().deliverLocal(new Mailboxes.Key(rank, Frame.USER, tag), data.clone());
+                return Mono.empty();
+            }
+            return transmit(peer, Frame.USER, tag, data, 0, data.length, true,
+                    System.nanoTime() + timeout.toNanos(), ctx);
+        });
+    }
+
+    @Override
+    public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        return Mono.defer(() -> {
+            checkReady("recv");
+            checkPeer(peer, "recv", "peer");
+            long deadline = System.nanoTime() + timeout.toNanos();
+            Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, tag, "recv");
+            return Mono.create(sink -> mailboxes().take(new Mailboxes.Key(peer, Frame.USER, tag), deadline, ctx, sink));
+        });
+    }
+
+    @Override
+    public void abort(String reason) {
+        fail(JmscclppException.builder(ErrorCode.ABORTED, "aborted on rank " + rank + ": " + reason)
+                .rank(rank).phase("abort").build(), true);
+    }
+
+    @Override
+    public void close() {
+        List<ChannelFuture> closing;
+        BootstrapRoot root;
+        boolean acquired;
+        synchronized (this) {
+            if (state == State.CLOSED) {
+                return;
+            }
+            acquired = group != null;
+            state = State.CLOSED;
+            root = ownedRoot;
+            ownedRoot = null;
+        }
+        fail(JmscclppException.builder(ErrorCode.ABORTED, "rank " + rank + " closed its bootstrap")
+                .rank(rank).phase("close").build(), false);
+        closing = links == null ? List.of() : links.closeAll();
+        if (root != null) {
+            root.close();
+        }
+        if (!acquired) {
+            return;
+        }
+        boolean mayBlock = !group().next().inEventLoop() && !isIoThread();
+        if (mayBlock) {
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+            for (ChannelFuture f : closing) {
+                f.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime())));
+            }
+        }
+        EventLoops.release();
+    }
+
+    private static boolean isIoThread() {
+        return Thread.currentThread().getName().startsWith("jmscclpp-io");
+    }
+
+    // ---------------------------------------------------------------- machinery
+
+    /**
+     * Hands {@code len} bytes to the connection towards {@code peer}, cut into frames of at most
+     * {@link BootstrapOptions#maxFrameBytes()}, all written in one event-loop task so the frames of
+     * one message stay together. Completes when the last frame is written to the socket.
+     */
+    private Mono<Void> transmit(int peer, byte kind, long channel, byte[] data, int off, int len, boolean mayOpen,
+                                long deadline, Mailboxes.Context ctx) {
+        return Mono.create((MonoSink<Void> sink) -> {
+            AtomicBoolean finished = new AtomicBoolean();
+            CompletableFuture<Channel> ready = links().sendChannel(peer, mayOpen);
+            ScheduledFuture<?> timer = group().schedule(() -> {
+                if (finished.compareAndSet(false, true)) {
+                    sink.error(JmscclppException.builder(ErrorCode.TIMEOUT, "could not hand a message to rank " + peer
+                                    + (ready.isDone() ? " (it is not reading)" : " (no connection from it yet)"))
+                            .rank(rank).peer(peer).tag(ctx.tag()).phase(ctx.phase()).build());
+                }
+            }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            sink.onCancel(() -> {
+                finished.set(true);
+                timer.cancel(false);
+            });
+            ready.whenComplete((ch, err) -> {
+                if (err != null) {
+                    if (finished.compareAndSet(false, true)) {
+                        timer.cancel(false);
+                        sink.error(located(err, ctx));
+                    }
+                    return;
+                }
+                ChannelPromise done = ch.newPromise();
+                done.addListener(f -> {
+                    if (finished.compareAndSet(false, true)) {
+                        timer.cancel(false);
+                        if (f.isSuccess()) {
+                            sink.success();
+                        } else {
+                            sink.error(located(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                    "could not send to rank " + peer + ": " + f.cause()).cause(f.cause()).build(), ctx));
+                        }
+                    }
+                });
+                Runnable write = () -> {
+                    int max = options.maxFrameBytes();
+                    if (len == 0) {
+                        FrameDecoder.write(ch, kind, Frame.LAST, channel, Unpooled.EMPTY_BUFFER, done);
+                    }
+                    for (int p = 0; p < len; p += max) {
+                        int n = Math.min(max, len - p);
+                        boolean last = p + n >= len;
+                        FrameDecoder.write(ch, kind, last ? Frame.LAST : 0, channel,
+                                Unpooled.wrappedBuffer(data, off + p, n), last ? done : ch.voidPromise());
+                    }
+                    ch.flush();
+                };
+                if (ch.eventLoop().inEventLoop()) {
+                    write.run();
+                } else {
+                    ch.eventLoop().execute(write);
+                }
+            });
+        });
+    }
+
+    private final class CollectiveTransport implements Collectives.Transport {
+        @Override
+        public int rank() {
+            return rank;
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public Mono<Void> send(int peer, long seq, byte[] data, int off, int len, long deadline, String phase) {
+            return transmit(peer, Frame.COLLECTIVE, seq, data, off, len, rank < peer, deadline,
+                    new Mailboxes.Context(rank, peer, JmscclppException.NONE, phase));
+        }
+
+        @Override
+        public Mono<byte[]> recv(int peer, long seq, long deadline, String phase) {
+            Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, JmscclppException.NONE, phase);
+            return Mono.create(sink -> {
+                links().ensureOpenedByLower(peer);
+                mailboxes().take(new Mailboxes.Key(peer, Frame.COLLECTIVE, seq), deadline, ctx, sink);
+            });
+        }
+    }
+
+    private final class LinkEvents implements PeerLinks.Events {
+        @Override
+        public void onFrame(int peer, Channel channel, Frame frame) {
+            try {
+                switch (frame.kind()) {
+                    case Frame.USER, Frame.COLLECTIVE -> mailboxes().deliver(
+                            new Mailboxes.Key(peer, frame.kind(), frame.channel()), frame.payload(), frame.last());
+                    case Frame.GOODBYE -> {
+                        departed(peer);
+                    }
+                    case Frame.FAILURE -> fail(Failure.decode(frame.channel(), frame.payload()), true);
+                    default -> {
+                        LOG.log(Level.WARNING, "rank {0}: rank {1} sent frame kind {2}; closing that connection",
+                                rank, peer, frame.kind());
+                        channel.close();
+                    }
+                }
+            } finally {
+                frame.release();
+            }
+        }
+
+        @Override
+        public void onClosed(int peer, Channel channel) {
+            links().closed(peer, channel);
+            synchronized (TcpBootstrap.this) {
+                if (state == State.CLOSED || departedPeers.contains(peer)) {
+                    return;
+                }
+            }
+            fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR, "lost the connection to rank " + peer
+                            + " without a goodbye (its process died or the network failed)")
+                    .rank(rank).peer(peer).phase("connection").build(), true);
+        }
+    }
+
+    private final java.util.Set<Integer> departedPeers = new java.util.HashSet<>();
+
+    private void departed(int peer) {
+        synchronized (this) {
+            departedPeers.add(peer);
+        }
+        mailboxes().peerDeparted(peer);
+    }
+
+    /**
+     * Fails the job on this rank: every pending and later operation errors with {@code e} (seen
+     * from this rank); when {@code relay}, tells every connected peer, which does the same, so the
+     * news reaches every rank still connected.
+     */
+    private void fail(JmscclppException e, boolean relay) {
+        synchronized (this) {
+            if (failure != null) {
+                return;
+            }
+            failure = e;
+        }
+        CompletableFuture<Welcome> w;
+        synchronized (this) {
+            w = welcome;
+        }
+        if (w != null) {
+            w.completeExceptionally(e.withRank(rank));
+        }
+        if (mailboxes != null) {
+            mailboxes.failAll(ctx -> JmscclppException.builder(e.code(), e.detail()).rank(rank)
+                    .peer(e.peer() != JmscclppException.NONE ? e.peer() : ctx.peer()).tag(ctx.tag())
+                    .phase(ctx.phase()).build());
+        }
+        if (links != null) {
+            links.failAll(e.withRank(rank));
+            if (relay) {
+                if (e.code() != ErrorCode.ABORTED || e.rank() == rank) {
+                    LOG.log(Level.WARNING, "rank {0}: {1}", rank, e.getMessage());
+                }
+                for (Channel ch : links.allChannels()) {
+                    ch.eventLoop().execute(() -> {
+                        FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e),
+                                ch.voidPromise());
+                        ch.flush();
+                    });
+                }
+            }
+        }
+    }
+
+    private void checkReady(String phase) {
+        JmscclppException f = failure;
+        synchronized (this) {
+            if (state != State.READY) {
+                throw usage(phase, state == State.CLOSED ? "the bootstrap is closed" : "the bootstrap is not initialized");
+            }
+        }
+        if (f != null) {
+            throw JmscclppException.builder(f.code(), f.detail()).rank(rank).peer(f.peer()).phase(phase).build();
+        }
+    }
+
+    private void checkPeer(int peer, String phase, String what) {
+        if (peer < 0 || peer >= size) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, what + " " + peer + " is outside [0, " + size + ")")
+                    .rank(rank).peer(peer).phase(phase).build();
+        }
+    }
+
+    private JmscclppException usage(String phase, String detail) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).phase(phase).build();
+    }
+
+    private Throwable unwrap(Throwable t) {
+        Throwable c = t;
+        while ((c instanceof CompletionException || c instanceof java.util.concurrent.ExecutionException)
+                && c.getCause() != null) {
+            c = c.getCause();
+        }
+        return c instanceof JmscclppException ? c : JmscclppException.builder(ErrorCode.INTERNAL_ERROR,
+                "unexpected " + c).rank(rank).phase("initialize").cause(c).build();
+    }
+
+    private JmscclppException located(Throwable err, Mailboxes.Context ctx) {
+        Throwable c = unwrap(err);
+        JmscclppException je = (JmscclppException) c;
+        return JmscclppException.builder(je.code(), je.detail()).rank(rank)
+                .peer(je.peer() != JmscclppException.NONE ? je.peer() : ctx.peer()).tag(ctx.tag())
+                .phase(ctx.phase()).cause(je.getCause()).build();
+    }
+
+    private <T> CompletableFuture<T> withDeadline(CompletableFuture<T> f, long deadline,
+                                                  java.util.function.Supplier<JmscclppException> onTimeout) {
+        if (f.isDone()) {
+            return f;
+        }
+        ScheduledFuture<?> timer = group().schedule(() -> {
+            f.completeExceptionally(onTimeout.get());
+        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        f.whenComplete((v, e) -> timer.cancel(false));
+        return f;
+    }
+
+    private EventLoopGroup group() {
+        return Objects.requireNonNull(group, "group");
+    }
+
+    private Mailboxes mailboxes() {
+        return Objects.requireNonNull(mailboxes, "mailboxes");
+    }
+
+    private PeerLinks links() {
+        return Objects.requireNonNull(links, "links");
+    }
+
+    /** Bootstraps and roots currently holding the shared event loops in this JVM (for leak checks in tests). */
+    static int eventLoopUsers() {
+        return EventLoops.users();
+    }
 }

@@ -1,0 +1,387 @@
+package org.jmscclpp.bootstrap;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.lang.System.Logger.Level;
+import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Sinks;
+
+/**
+ * The root of one job: collects every rank's check-in (rank, rank count, host, listen address),
+ * then welcomes each rank with the job session and hands rank 0 the address book.
+ *
+ * <p>A client can never take the root down: a wrong rank count, a rank outside [0, N) or a second
+ * check-in of one rank gets {@link ErrorCode#INVALID_USAGE} sent back on that connection and
+ * reported on {@link #problems()}; the root goes on waiting for the right ranks. Stray connections
+ * (wrong secret, garbage, silence) are dropped by the {@link PreambleHandler}. A rank that
+ * disconnects after checking in, or a deadline that passes first, fails the job: every waiting
+ * rank, and every rank that checks in later, is told why (naming the missing or dead ranks).
+ *
+ * <p>Once every rank has checked in the root stops listening, so the next job on the same fixed
+ * port never reaches it.
+ */
+final class BootstrapRoot implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(BootstrapRoot.class.getName());
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final int CHECK_IN_MAX_FRAME = 4096;
+
+    private enum State { COLLECTING, WIRED, FAILED, CLOSED }
+
+    private final byte[] secret;
+    private final int expectedSize;
+    private final EventLoopGroup group;
+    private final Sinks.Many<JmscclppException> problems = Sinks.many().replay().limit(256);
+    private final CompletableFuture<Void> done = new CompletableFuture<>();
+    private final List<Channel> clients = new ArrayList<>();
+    private final Channel listener;
+    private final ScheduledFuture<?> deadline;
+    private final long startNanos = System.nanoTime();
+    private final Channel[] checkedIn;
+    private final long[] hostHashes;
+    private final InetSocketAddress[] addresses;
+    private int count;
+    private State state = State.COLLECTING;
+    private @Nullable JmscclppException failure;
+
+    private BootstrapRoot(byte[] secret, int expectedSize, EventLoopGroup group, Channel listener, Duration timeout) {
+        this.secret = secret;
+        this.expectedSize = expectedSize;
+        this.group = group;
+        this.listener = listener;
+        this.checkedIn = new Channel[expectedSize];
+        this.hostHashes = new long[expectedSize];
+        this.addresses = new InetSocketAddress[expectedSize];
+        this.deadline = group.next().schedule(this::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Starts a root for a job of {@code expectedSize} ranks on {@code address} (port 0 = any free port),
+     * retrying a busy fixed port until {@code bindDeadlineNanos}. Blocks only for the bind.
+     */
+    static BootstrapRoot start(byte[] secret, int expectedSize, InetSocketAddress address, Duration timeout,
+                               long bindDeadlineNanos) {
+        EventLoopGroup group = EventLoops.acquire();
+        BootstrapRoot[] self = new BootstrapRoot[1];
+        try {
+            ServerBootstrap sb = new ServerBootstrap()
+                    .group(group)
+                    .channel(EventLoops.serverChannel())
+                    .option(ChannelOption.SO_BACKLOG, 16384)
+                    .option(ChannelOption.SO_REUSEADDR, true)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childHandler(new ChannelInitializer<Channel>() {
+                        @Override
+                        protected void initChannel(Channel ch) {
+                            BootstrapRoot root = self[0];
+                            if (root == null || !root.track(ch)) {
+                                ch.close();
+                                return;
+                            }
+                            ch.pipeline().addLast(new PreambleHandler(secret, PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
+                                    "bootstrap root", root::acceptClient));
+                        }
+                    });
+            Channel bound = bindWithRetry(sb, address, bindDeadlineNanos);
+            BootstrapRoot root = new BootstrapRoot(secret, expectedSize, group, bound, timeout);
+            self[0] = root;
+            LOG.log(Level.DEBUG, "bootstrap root for {0} ranks listening on {1}", expectedSize, bound.localAddress());
+            return root;
+        } catch (RuntimeException e) {
+            EventLoops.release();
+            throw e;
+        }
+    }
+
+    private static Channel bindWithRetry(ServerBootstrap sb, InetSocketAddress address, long deadlineNanos) {
+        long pause = 10;
+        while (true) {
+            ChannelFuture f = sb.bind(address).awaitUninterruptibly();
+            if (f.isSuccess()) {
+                return f.channel();
+            }
+            long left = deadlineNanos - System.nanoTime();
+            if (address.getPort() == 0 || left <= 0) {
+                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR,
+                                "the root cannot listen on " + address + ": " + f.cause().getMessage())
+                        .phase("root bind").cause(f.cause()).build();
+            }
+            // A fixed port may still be held by the previous job's root for a moment.
+            try {
+                Thread.sleep(Math.min(pause, TimeUnit.NANOSECONDS.toMillis(left) + 1));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw JmscclppException.builder(ErrorCode.ABORTED, "interrupted while binding the root")
+                        .phase("root bind").build();
+            }
+            pause = Math.min(pause * 2, 200);
+        }
+    }
+
+    InetSocketAddress localAddress() {
+        return (InetSocketAddress) listener.localAddress();
+    }
+
+    /** Errors the root sent to misbehaving clients, and the job's failure if it failed. */
+    Flux<JmscclppException> problems() {
+        return problems.asFlux();
+    }
+
+    /** Completes when every rank was welcomed; fails with the job's failure. */
+    CompletableFuture<Void> done() {
+        return done;
+    }
+
+    @Override
+    public void close() {
+        List<Channel> toClose;
+        synchronized (this) {
+            if (state == State.CLOSED) {
+                return;
+            }
+            if (state == State.COLLECTING) {
+                failure = JmscclppException.builder(ErrorCode.ABORTED, "the root was closed before every rank checked in")
+                        .phase("root check-in").build();
+            }
+            // Once wired, the welcomes close their connections themselves when written.
+            toClose = state == State.WIRED ? List.of() : new ArrayList<>(clients);
+            state = State.CLOSED;
+            clients.clear();
+        }
+        deadline.cancel(false);
+        List<ChannelFuture> closing = new ArrayList<>();
+        closing.add(listener.close());
+        for (Channel ch : toClose) {
+            closing.add(ch.close());
+        }
+        if (failure != null) {
+            done.completeExceptionally(failure);
+        }
+        problems.tryEmitComplete();
+        if (!group.next().inEventLoop()) {
+            for (ChannelFuture f : closing) {
+                f.awaitUninterruptibly(2, TimeUnit.SECONDS);
+            }
+        }
+        EventLoops.release();
+    }
+
+    private synchronized boolean track(Channel ch) {
+        if (state == State.CLOSED || state == State.WIRED) {
+            return false;
+        }
+        clients.add(ch);
+        ch.closeFuture().addListener(f -> clientClosed(ch));
+        return true;
+    }
+
+    private CompletableFuture<@Nullable String> acceptClient(ChannelHandlerContext ctx, Preamble p) {
+        if (p.type != Preamble.TYPE_ROOT) {
+            return CompletableFuture.completedFuture("a rank-to-rank connection sent to the root");
+        }
+        ByteBuf reply = ctx.alloc().buffer(Preamble.BYTES);
+        new Preamble(Preamble.TYPE_ROOT, secret, Preamble.noSession(), -1, expectedSize).writeTo(reply);
+        ctx.writeAndFlush(reply);
+        ctx.pipeline().addLast(new FrameDecoder(CHECK_IN_MAX_FRAME), new CheckInHandler());
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private void onCheckIn(Channel ch, Frame frame) {
+        ByteBuf in = frame.payload();
+        if (frame.kind() != Frame.CHECK_IN || in.readableBytes() != 8 + AddressBook.ENTRY_BYTES) {
+            LOG.log(Level.WARNING, "bootstrap root: dropping {0}: expected a check-in frame", ch.remoteAddress());
+            ch.close();
+            return;
+        }
+        int rank = in.readIntLE();
+        int size = in.readIntLE();
+        long hostHash = in.readLongLE();
+        InetSocketAddress address = AddressBook.readAddress(in);
+        JmscclppException refused = null;
+        JmscclppException jobFailure = null;
+        boolean wired = false;
+        synchronized (this) {
+            switch (state) {
+                case FAILED -> jobFailure = failure;
+                case WIRED, CLOSED -> {
+                    ch.close();
+                    return;
+                }
+                case COLLECTING -> {
+                    if (address == null) {
+                        refused = invalid(rank, "check-in with a malformed listen address");
+                    } else if (size != expectedSize) {
+                        refused = invalid(rank, "rank " + rank + " says the job has " + size
+                                + " ranks, but the root serves a job of " + expectedSize);
+                    } else if (rank < 0 || rank >= expectedSize) {
+                        refused = invalid(rank, "rank " + rank + " is outside [0, " + expectedSize + ")");
+                    } else if (checkedIn[rank] != null) {
+                        refused = invalid(rank, "rank " + rank + " has already checked in from "
+                                + checkedIn[rank].remoteAddress() + "; a second check-in came from " + ch.remoteAddress());
+                    } else {
+                        checkedIn[rank] = ch;
+                        hostHashes[rank] = hostHash;
+                        addresses[rank] = address;
+                        count++;
+                        wired = count == expectedSize;
+                        if (wired) {
+                            state = State.WIRED;
+                        }
+                    }
+                }
+            }
+        }
+        if (jobFailure != null) {
+            sendFailure(ch, jobFailure);
+        } else if (refused != null) {
+            LOG.log(Level.WARNING, "bootstrap root: refusing a check-in from {0}: {1}", ch.remoteAddress(),
+                    refused.getMessage());
+            problems.tryEmitNext(refused);
+            sendFailure(ch, refused);
+        } else if (wired) {
+            welcomeAll();
+        }
+    }
+
+    private void welcomeAll() {
+        listener.close();
+        deadline.cancel(false);
+        byte[] session = new byte[Preamble.SESSION_BYTES];
+        RANDOM.nextBytes(session);
+        AddressBook book = new AddressBook(hostHashes.clone(), addresses.clone());
+        for (int r = 0; r < expectedSize; r++) {
+            Channel ch = checkedIn[r];
+            ByteBuf welcome = Unpooled.buffer(21 + (r == 0 ? 4 + expectedSize * AddressBook.ENTRY_BYTES : 0));
+            welcome.writeBytes(session);
+            welcome.writeIntLE(expectedSize);
+            welcome.writeByte(r == 0 ? 1 : 0);
+            if (r == 0) {
+                book.writeTo(welcome);
+            }
+            // The rank closes its end once welcomed; closing here too bounds the root's lifetime.
+            ch.eventLoop().execute(() -> {
+                FrameDecoder.write(ch, Frame.WELCOME, Frame.LAST, 0, welcome, ch.newPromise());
+                ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+            });
+        }
+        LOG.log(Level.DEBUG, "bootstrap root: {0} ranks checked in within {1} ms", expectedSize,
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
+        done.complete(null);
+    }
+
+    private void clientClosed(Channel ch) {
+        int lost = -1;
+        synchronized (this) {
+            clients.remove(ch);
+            if (state != State.COLLECTING) {
+                return;
+            }
+            for (int r = 0; r < expectedSize; r++) {
+                if (checkedIn[r] == ch) {
+                    lost = r;
+                    break;
+                }
+            }
+        }
+        if (lost >= 0) {
+            fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR, "rank " + lost
+                            + " disconnected from the root before every rank had checked in (process died?)")
+                    .peer(lost).phase("root check-in").build());
+        }
+    }
+
+    private void expire() {
+        List<Integer> missing = new ArrayList<>();
+        synchronized (this) {
+            if (state != State.COLLECTING) {
+                return;
+            }
+            for (int r = 0; r < expectedSize && missing.size() < 32; r++) {
+                if (checkedIn[r] == null) {
+                    missing.add(r);
+                }
+            }
+        }
+        JmscclppException e = JmscclppException.builder(ErrorCode.TIMEOUT, "only " + count + " of " + expectedSize
+                        + " ranks checked in within "
+                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos) + " ms; missing ranks "
+                        + missing + (expectedSize - count > missing.size() ? "..." : ""))
+                .peer(missing.isEmpty() ? JmscclppException.NONE : missing.getFirst()).phase("root check-in").build();
+        fail(e);
+        close();
+    }
+
+    private void fail(JmscclppException e) {
+        List<Channel> waiting = new ArrayList<>();
+        synchronized (this) {
+            if (state != State.COLLECTING) {
+                return;
+            }
+            state = State.FAILED;
+            failure = e;
+            for (Channel ch : checkedIn) {
+                if (ch != null) {
+                    waiting.add(ch);
+                }
+            }
+        }
+        LOG.log(Level.WARNING, "bootstrap root: the job failed: {0}", e.getMessage());
+        problems.tryEmitNext(e);
+        done.completeExceptionally(e);
+        for (Channel ch : waiting) {
+            sendFailure(ch, e);
+        }
+    }
+
+    private static void sendFailure(Channel ch, JmscclppException e) {
+        if (!ch.isActive()) {
+            return;
+        }
+        ch.eventLoop().execute(() -> {
+            FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e), ch.newPromise());
+            ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+        });
+    }
+
+    private static JmscclppException invalid(int rank, String detail) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).phase("root check-in").build();
+    }
+
+    private final class CheckInHandler extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            Frame frame = (Frame) msg;
+            try {
+                onCheckIn(ctx.channel(), frame);
+            } finally {
+                frame.release();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            LOG.log(Level.WARNING, "bootstrap root: dropping {0}: {1}", ctx.channel().remoteAddress(), cause.toString());
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package org.jmscclpp.bootstrap;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The event-loop threads every bootstrap and root of this JVM share (a thousand ranks in one JVM
+ * must not mean a thousand thread pools). Reference-counted: the first user starts the group,
+ * the last {@link #release()} shuts it down, so a closed job leaves no thread behind.
+ * Native epoll is used where it loads, NIO elsewhere.
+ */
+final class EventLoops {
+
+    private static final Object LOCK = new Object();
+    private static @Nullable EventLoopGroup group;
+    private static int users;
+
+    static final boolean EPOLL = Epoll.isAvailable();
+
+    private EventLoops() {
+    }
+
+    static EventLoopGroup acquire() {
+        synchronized (LOCK) {
+            if (group == null) {
+                int threads = Integer.getInteger("jmscclpp.bootstrap.ioThreads",
+                        Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors())));
+                IoHandlerFactory io = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+                group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("jmscclpp-io", true), io);
+            }
+            users++;
+            return group;
+        }
+    }
+
+    static void release() {
+        EventLoopGroup toStop = null;
+        synchronized (LOCK) {
+            if (users == 0) {
+                return;
+            }
+            if (--users == 0) {
+                toStop = group;
+                group = null;
+            }
+        }
+        if (toStop != null) {
+            toStop.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Number of bootstraps and roots holding the group (tests check it returns to 0). */
+    static int users() {
+        synchronized (LOCK) {
+            return users;
+        }
+    }
+
+    static Class<? extends SocketChannel> socketChannel() {
+        return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
+    }
+
+    static Class<? extends ServerChannel> serverChannel() {
+        return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    }
+}
