@@ -299,6 +299,8 @@ public final class TcpBootstrap implements Bootstrap {
                                         ? "not a root" : "the root serves " + p.receiverOrSize + " ranks");
                             }
                             answered.set(true);
+                            LOG.log(Level.DEBUG, "rank {0}: checked in with the root at {1}; waiting for the other ranks",
+                                    rank, id.root());
                             ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
                             return CompletableFuture.completedFuture(null);
                         }));
