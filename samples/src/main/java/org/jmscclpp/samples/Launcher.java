@@ -1,0 +1,529 @@
+package org.jmscclpp.samples;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.StringJoiner;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Starts the N ranks of a job as N processes on this host: what {@code jmscclpp run -n N SAMPLE}
+ * does, and what tests and benchmarks use to spawn rank processes.
+ *
+ * <p>Each rank is a new JVM from the same {@code java} executable and the same class path as this
+ * one, started with {@code --enable-native-access=ALL-UNNAMED}. It finds its identity in
+ * {@code JMSCCLPP_RANK}, {@code JMSCCLPP_WORLD_SIZE}, {@code JMSCCLPP_LOCAL_RANK} and in
+ * {@code MSCCLPP_COMM_ID=127.0.0.1:PORT}, a port that was free on the loopback interface a moment
+ * before the ranks started (see {@link RankEnvironment}). Every line a rank writes on stdout or
+ * stderr is handed to an output consumer with the rank number; the command line prints it with a
+ * {@code [rank R] } prefix.
+ *
+ * <p>A {@link Job} is fail-fast by default: as soon as one rank exits with a non-zero code, the
+ * others are stopped (SIGTERM, then SIGKILL after {@link #KILL_GRACE}). A shutdown hook stops every
+ * rank still running when this JVM exits first.
+ *
+ * <pre>{@code
+ * try (Launcher.Job job = Launcher.start(4, "bootstrap-demo", List.of(), Map.of(), line -> ...)) {
+ *     if (!job.waitFor(Duration.ofMinutes(1))) { ... }   // job.close() stops what still runs
+ *     job.firstFailure().ifPresent(f -> ...);
+ * }
+ * }</pre>
+ */
+public final class Launcher {
+
+    /** Deadline of {@code jmscclpp run} when {@code --timeout} is not given. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(600);
+
+    /** Time a rank gets between SIGTERM and SIGKILL. */
+    public static final Duration KILL_GRACE = Duration.ofSeconds(5);
+
+    private static final String MAIN_CLASS = Main.class.getName();
+
+    private Launcher() {
+    }
+
+    /** One line a rank wrote, without its line terminator. */
+    public record OutputLine(int rank, boolean stderr, String text) {
+    }
+
+    /** How a rank ended. */
+    public record RankExit(int rank, int exitCode) {
+    }
+
+    /** A builder for a job of {@code nRanks} processes (at least 1). */
+    public static Builder builder(int nRanks) {
+        return new Builder(nRanks);
+    }
+
+    /**
+     * Starts {@code nRanks} processes running the sample {@code sample} with {@code args}, with
+     * {@code extraEnv} added to each one's environment, fail-fast.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for a bad rank count,
+     *                           {@link ErrorCode#SYSTEM_ERROR} when a process cannot be started (the ones
+     *                           already started are killed)
+     */
+    public static Job start(int nRanks, String sample, List<String> args, Map<String, String> extraEnv,
+                            Consumer<OutputLine> output) {
+        return builder(nRanks).sample(sample, args).env(extraEnv).output(output).start();
+    }
+
+    /**
+     * {@code jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]}: starts the ranks, copies their
+     * output to {@code out}/{@code err} with a {@code [rank R] } prefix and waits for them.
+     *
+     * @return 0 when every rank exited with 0; 1 when a rank failed (the others are stopped), the
+     *         deadline passed or this thread was interrupted; 2 for bad arguments
+     */
+    static int runCli(List<String> args, PrintStream out, PrintStream err) {
+        int n = -1;
+        Duration timeout = DEFAULT_TIMEOUT;
+        int i = 0;
+        try {
+            for (; i < args.size() && args.get(i).startsWith("-"); i++) {
+                String opt = args.get(i);
+                if (i + 1 >= args.size()) {
+                    return usage(err, opt + " needs a value");
+                }
+                String value = args.get(++i);
+                switch (opt) {
+                    case "-n", "-np", "--nranks" -> n = Integer.parseInt(value);
+                    case "--timeout" -> {
+                        double s = Double.parseDouble(value);
+                        if (!(s > 0) || Double.isInfinite(s)) {
+                            return usage(err, "--timeout must be a positive number of seconds, got " + value);
+                        }
+                        timeout = Duration.ofNanos((long) (s * 1e9));
+                    }
+                    default -> {
+                        return usage(err, "unknown option " + opt);
+                    }
+                }
+            }
+        } catch (NumberFormatException e) {
+            return usage(err, args.get(i - 1) + " needs a number, got '" + args.get(i) + "'");
+        }
+        if (n < 1) {
+            return usage(err, n == -1 ? "-n N is required" : "-n must be at least 1, got " + n);
+        }
+        if (i >= args.size()) {
+            return usage(err, "which sample? " + Main.sampleNames());
+        }
+        String sample = args.get(i);
+        if (Samples.find(sample).isEmpty()) {
+            return usage(err, "unknown sample '" + sample + "'; " + Main.sampleNames());
+        }
+        Consumer<OutputLine> printer = line ->
+                (line.stderr() ? err : out).println("[rank " + line.rank() + "] " + line.text());
+        Job job;
+        try {
+            job = builder(n).sample(sample, args.subList(i + 1, args.size())).output(printer).start();
+        } catch (JmscclppException e) {
+            err.println("jmscclpp: " + e.getMessage());
+            return 1;
+        }
+        try (job) {
+            if (!job.waitFor(timeout)) {
+                err.println("jmscclpp: timeout: " + job.describeRunning() + " still running after "
+                        + seconds(timeout) + "; stopping every rank");
+                return 1;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            err.println("jmscclpp: interrupted; stopping every rank");
+            return 1;
+        }
+        Optional<RankExit> failed = job.firstFailure();
+        if (failed.isPresent()) {
+            RankExit f = failed.get();
+            err.println("jmscclpp: rank " + f.rank() + " failed first, with exit code " + f.exitCode()
+                    + job.describeOthers(f.rank()));
+            return 1;
+        }
+        return 0;
+    }
+
+    private static int usage(PrintStream err, String problem) {
+        err.println("jmscclpp run: " + problem);
+        err.println("usage: jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]");
+        return 2;
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() / 1000.0 + " s";
+    }
+
+    /** Picks a port that is free on 127.0.0.1 now; another process may still take it before rank 0 binds. */
+    static int freeLoopbackPort() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot find a free port on the loopback "
+                    + "interface: " + e.getMessage()).phase("launch").cause(e).build();
+        }
+    }
+
+    /** Settings of a job; {@link #start()} starts it. */
+    public static final class Builder {
+        private final int nRanks;
+        private String mainClass = MAIN_CLASS;
+        private List<String> programArgs = List.of();
+        private final Map<String, String> env = new LinkedHashMap<>();
+        private List<String> jvmArgs = List.of();
+        private Consumer<OutputLine> output = line ->
+                (line.stderr() ? System.err : System.out).println("[rank " + line.rank() + "] " + line.text());
+        private boolean failFast = true;
+
+        private Builder(int nRanks) {
+            if (nRanks < 1) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a job has at least 1 rank, got " + nRanks)
+                        .phase("launch").build();
+            }
+            this.nRanks = nRanks;
+        }
+
+        /** Runs {@code org.jmscclpp.samples.Main name args...}: one rank of a registered sample. */
+        public Builder sample(String name, List<String> args) {
+            this.mainClass = MAIN_CLASS;
+            List<String> all = new ArrayList<>();
+            all.add(Objects.requireNonNull(name, "name"));
+            all.addAll(args);
+            this.programArgs = List.copyOf(all);
+            return this;
+        }
+
+        /**
+         * Runs {@code className args...} in each process instead of a sample; the class must be on
+         * this JVM's class path and can read its rank with {@link RankEnvironment#fromEnvironment()}.
+         */
+        public Builder mainClass(String className, List<String> args) {
+            this.mainClass = Objects.requireNonNull(className, "className");
+            this.programArgs = List.copyOf(args);
+            return this;
+        }
+
+        /** Adds variables to every rank's environment; the rank variables set by the launcher win. */
+        public Builder env(Map<String, String> vars) {
+            env.putAll(vars);
+            return this;
+        }
+
+        /** Adds JVM options (before the main class), for example {@code -Xmx256m}. */
+        public Builder jvmArgs(List<String> args) {
+            this.jvmArgs = List.copyOf(args);
+            return this;
+        }
+
+        /**
+         * Receives every output line of every rank, on the rank's reader thread (one virtual thread per
+         * rank and stream): it must be thread-safe and should not block. Default: print with a
+         * {@code [rank R] } prefix to this JVM's stdout or stderr.
+         */
+        public Builder output(Consumer<OutputLine> consumer) {
+            this.output = Objects.requireNonNull(consumer, "consumer");
+            return this;
+        }
+
+        /** Whether the first non-zero exit stops the other ranks (default true). */
+        public Builder failFast(boolean failFast) {
+            this.failFast = failFast;
+            return this;
+        }
+
+        /**
+         * Starts every rank and returns without waiting for them.
+         *
+         * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when a process cannot be started; the ones
+         *                           already started are killed
+         */
+        public Job start() {
+            return new Job(this);
+        }
+    }
+
+    /**
+     * The running ranks of one job. {@link #close()} stops whatever still runs and waits (bounded) for
+     * it to end.
+     */
+    public static final class Job implements AutoCloseable {
+        private final int nRanks;
+        private final String rootAddress;
+        private final boolean failFast;
+        private final Consumer<OutputLine> output;
+        private final List<Process> processes = new CopyOnWriteArrayList<>();
+        private final List<CompletableFuture<RankExit>> exits = new CopyOnWriteArrayList<>();
+        private final AtomicReference<@Nullable RankExit> firstFailure = new AtomicReference<>();
+        private final AtomicBoolean stopping = new AtomicBoolean();
+        private final AtomicBoolean consumerFailed = new AtomicBoolean();
+        private final Set<Integer> stopped = ConcurrentHashMap.newKeySet();
+        private final CompletableFuture<Void> done;
+        private final Thread shutdownHook;
+
+        private Job(Builder b) {
+            this.nRanks = b.nRanks;
+            this.failFast = b.failFast;
+            this.output = b.output;
+            this.rootAddress = "127.0.0.1:" + freeLoopbackPort();
+            this.shutdownHook = Thread.ofPlatform().name("jmscclpp-launcher-shutdown").unstarted(this::stopAndWait);
+            Runtime.getRuntime().addShutdownHook(shutdownHook);
+            List<String> command = new ArrayList<>();
+            command.add(javaExecutable());
+            command.add("--enable-native-access=ALL-UNNAMED");
+            // lines are decoded as UTF-8 below, whatever the locale says
+            command.add("-Dstdout.encoding=UTF-8");
+            command.add("-Dstderr.encoding=UTF-8");
+            command.addAll(b.jvmArgs);
+            command.add("-cp");
+            command.add(System.getProperty("java.class.path"));
+            command.add(b.mainClass);
+            command.addAll(b.programArgs);
+            List<CompletableFuture<?>> parts = new ArrayList<>();
+            for (int rank = 0; rank < nRanks; rank++) {
+                ProcessBuilder pb = new ProcessBuilder(command);
+                Map<String, String> env = pb.environment();
+                env.putAll(b.env);
+                env.put(RankEnvironment.COMM_ID, rootAddress);
+                env.put(RankEnvironment.JMSCCLPP_RANK, Integer.toString(rank));
+                env.put(RankEnvironment.JMSCCLPP_WORLD_SIZE, Integer.toString(nRanks));
+                env.put(RankEnvironment.JMSCCLPP_LOCAL_RANK, Integer.toString(rank));
+                Process p;
+                try {
+                    p = pb.start();
+                    // ranks read nothing: end of input instead of a pipe nobody writes to
+                    p.getOutputStream().close();
+                } catch (IOException e) {
+                    stopAndWait();
+                    Runtime.getRuntime().removeShutdownHook(shutdownHook);
+                    throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot start " + command.getFirst()
+                            + ": " + e.getMessage()).rank(rank).phase("launch").cause(e).build();
+                }
+                processes.add(p);
+                if (stopping.get()) {
+                    // a rank started earlier already failed; stop() ran before this one existed
+                    stop();
+                }
+                int r = rank;
+                CompletableFuture<RankExit> exit = p.onExit().thenApply(exited -> onRankExit(r, exited.exitValue()));
+                exits.add(exit);
+                parts.add(exit);
+                parts.add(pump(p.getInputStream(), r, false));
+                parts.add(pump(p.getErrorStream(), r, true));
+            }
+            this.done = CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new))
+                    .whenComplete((v, t) -> removeHook());
+        }
+
+        private static String javaExecutable() {
+            return ProcessHandle.current().info().command()
+                    .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        }
+
+        private CompletableFuture<Void> pump(InputStream in, int rank, boolean stderr) {
+            CompletableFuture<Void> drained = new CompletableFuture<>();
+            Thread.ofVirtual().name("jmscclpp-rank-" + rank + (stderr ? "-stderr" : "-stdout")).start(() -> {
+                try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                    for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                        deliver(new OutputLine(rank, stderr, line));
+                    }
+                } catch (IOException e) {
+                    // the pipe closes under us when a rank is killed: there is nothing more to copy
+                } finally {
+                    drained.complete(null);
+                }
+            });
+            return drained;
+        }
+
+        private void deliver(OutputLine line) {
+            try {
+                output.accept(line);
+            } catch (RuntimeException e) {
+                // keep draining, or the rank blocks on a full pipe; say it once
+                if (consumerFailed.compareAndSet(false, true)) {
+                    System.err.println("jmscclpp: the output consumer failed; later lines are still offered to it: "
+                            + e);
+                }
+            }
+        }
+
+        private RankExit onRankExit(int rank, int code) {
+            RankExit exit = new RankExit(rank, code);
+            if (code != 0 && !stopping.get() && firstFailure.compareAndSet(null, exit) && failFast) {
+                stop();
+            }
+            return exit;
+        }
+
+        private void removeHook() {
+            try {
+                Runtime.getRuntime().removeShutdownHook(shutdownHook);
+            } catch (IllegalStateException e) {
+                // the JVM is already shutting down and the hook is running or has run
+            }
+        }
+
+        /** Number of ranks. */
+        public int nRanks() {
+            return nRanks;
+        }
+
+        /** The {@code MSCCLPP_COMM_ID} every rank was given: {@code 127.0.0.1:PORT}. */
+        public String rootAddress() {
+            return rootAddress;
+        }
+
+        /** Process id of {@code rank}. */
+        public long pid(int rank) {
+            return process(rank).pid();
+        }
+
+        /** Exit code of {@code rank}, empty while it runs. */
+        public OptionalInt exitCode(int rank) {
+            Process p = process(rank);
+            return p.isAlive() ? OptionalInt.empty() : OptionalInt.of(p.exitValue());
+        }
+
+        /** Completes when {@code rank} has exited (its output may still be on its way to the consumer). */
+        public CompletableFuture<RankExit> onExit(int rank) {
+            Objects.checkIndex(rank, nRanks);
+            return exits.get(rank).copy();
+        }
+
+        /**
+         * The first rank that exited with a non-zero code by itself (or by {@link #kill(int)}), as opposed
+         * to being stopped by the launcher; empty while there is none.
+         */
+        public Optional<RankExit> firstFailure() {
+            return Optional.ofNullable(firstFailure.get());
+        }
+
+        /**
+         * Waits until every rank has exited and all of its output has been handed to the consumer.
+         *
+         * @return true when that happened within {@code timeout}, false when ranks still run (they are left
+         *         running: {@link #close()} stops them)
+         */
+        public boolean waitFor(Duration timeout) throws InterruptedException {
+            try {
+                done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                return true;
+            } catch (TimeoutException e) {
+                return false;
+            } catch (ExecutionException e) {
+                throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "watching the ranks failed")
+                        .phase("launch").cause(e.getCause()).build();
+            }
+        }
+
+        /** Kills {@code rank} at once (SIGKILL), as a crash would; with fail-fast the others are then stopped. */
+        public void kill(int rank) {
+            process(rank).destroyForcibly();
+        }
+
+        /**
+         * Stops every rank still running: SIGTERM now, SIGKILL to those still alive after
+         * {@link #KILL_GRACE}. Does not wait; exits caused by it are not reported as failures.
+         */
+        public void stop() {
+            stopping.set(true);
+            for (int r = 0; r < processes.size(); r++) {
+                Process p = processes.get(r);
+                if (p.isAlive()) {
+                    stopped.add(r);
+                    p.destroy();
+                    p.onExit().copy().orTimeout(KILL_GRACE.toMillis(), TimeUnit.MILLISECONDS)
+                            .whenComplete((exited, timedOut) -> {
+                                if (timedOut != null) {
+                                    p.destroyForcibly();
+                                }
+                            });
+                }
+            }
+        }
+
+        /** {@link #stop()}, then waits (at most {@link #KILL_GRACE} plus a second) for the ranks and their output. */
+        @Override
+        public void close() {
+            stopAndWait();
+            try {
+                done.get(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                // the ranks are gone; a reader still blocked holds nothing but a pipe
+            }
+        }
+
+        private void stopAndWait() {
+            stop();
+            long deadline = System.nanoTime() + KILL_GRACE.toNanos();
+            for (Process p : processes) {
+                try {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
+                        p.destroyForcibly();
+                    }
+                } catch (InterruptedException e) {
+                    p.destroyForcibly();
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        private Process process(int rank) {
+            Objects.checkIndex(rank, nRanks);
+            return processes.get(rank);
+        }
+
+        String describeRunning() {
+            StringJoiner running = new StringJoiner(", ", "ranks ", "");
+            for (int r = 0; r < processes.size(); r++) {
+                if (processes.get(r).isAlive()) {
+                    running.add(Integer.toString(r));
+                }
+            }
+            return running.toString();
+        }
+
+        String describeOthers(int failed) {
+            if (nRanks == 1) {
+                return "";
+            }
+            StringJoiner others = new StringJoiner(", ", "; other ranks: ", "");
+            for (int r = 0; r < nRanks; r++) {
+                if (r != failed) {
+                    OptionalInt c = exitCode(r);
+                    String how = c.isPresent() ? "exit " + c.getAsInt() : "running";
+                    others.add("rank " + r + (stopped.contains(r) ? " stopped (" + how + ")" : " " + how));
+                }
+            }
+            return others.toString();
+        }
+    }
+}

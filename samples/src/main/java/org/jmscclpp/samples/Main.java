@@ -1,0 +1,141 @@
+package org.jmscclpp.samples;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Map;
+import java.util.StringJoiner;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+
+/**
+ * The {@code jmscclpp} command line ({@code bin/jmscclpp} runs it):
+ * <pre>
+ * jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]   start N ranks of SAMPLE on this host
+ * jmscclpp SAMPLE [args...]                                run one rank; who it is comes from the environment
+ * jmscclpp bench bootstrap [options]                       TcpBootstrap latency table
+ * jmscclpp help                                            this text
+ * </pre>
+ * Exit codes: 0 success, 1 failure, 2 usage error.
+ */
+public final class Main {
+
+    static final int OK = 0;
+    static final int FAILURE = 1;
+    static final int USAGE = 2;
+
+    private Main() {
+    }
+
+    /** Runs the command line and exits the JVM with its exit code (Netty and Reactor threads do not hold it up). */
+    public static void main(String[] args) {
+        int code;
+        try {
+            code = run(List.of(args), System.out, System.err, System.getenv());
+        } catch (Throwable t) {
+            // System.exit below must run even after an Error, or non-daemon threads could keep the JVM up
+            t.printStackTrace();
+            code = FAILURE;
+        }
+        System.out.flush();
+        System.err.flush();
+        System.exit(code);
+    }
+
+    /** The command line without exiting: returns the exit code. */
+    static int run(List<String> args, PrintStream out, PrintStream err, Map<String, String> env) {
+        if (args.isEmpty()) {
+            err.print(usage());
+            return USAGE;
+        }
+        String command = args.getFirst();
+        List<String> rest = args.subList(1, args.size());
+        return switch (command) {
+            case "help", "-h", "--help" -> {
+                out.print(usage());
+                yield OK;
+            }
+            case "run" -> Launcher.runCli(rest, out, err);
+            case "bench" -> bench(rest, out, err);
+            default -> runRank(command, rest, err, env);
+        };
+    }
+
+    private static int bench(List<String> args, PrintStream out, PrintStream err) {
+        if (args.isEmpty() || !args.getFirst().equals("bootstrap")) {
+            err.println("jmscclpp bench: which benchmark? one of: bootstrap");
+            err.println("usage: " + BootstrapBench.SYNOPSIS);
+            return USAGE;
+        }
+        return BootstrapBench.run(args.subList(1, args.size()), out, err);
+    }
+
+    private static int runRank(String name, List<String> args, PrintStream err, Map<String, String> env) {
+        Samples.Entry entry = Samples.find(name).orElse(null);
+        if (entry == null) {
+            err.println("jmscclpp: unknown command or sample '" + name + "'; " + sampleNames());
+            err.println("run 'jmscclpp help' for usage");
+            return USAGE;
+        }
+        RankEnvironment rank;
+        try {
+            rank = RankEnvironment.from(env);
+        } catch (JmscclppException e) {
+            err.println("jmscclpp " + name + ": " + e.getMessage());
+            return USAGE;
+        }
+        try {
+            return entry.sample().run(rank, args);
+        } catch (JmscclppException e) {
+            err.println("jmscclpp " + name + ": rank " + rank.rank() + ": " + e.getMessage());
+            if (e.code() == ErrorCode.INVALID_USAGE) {
+                return USAGE;
+            }
+            for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+                err.println("  caused by: " + c);
+            }
+            return FAILURE;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            err.println("jmscclpp " + name + ": rank " + rank.rank() + ": interrupted");
+            return FAILURE;
+        } catch (Exception e) {
+            err.println("jmscclpp " + name + ": rank " + rank.rank() + ": failed:");
+            e.printStackTrace(err);
+            return FAILURE;
+        }
+    }
+
+    /** "samples: a, b, c" (public samples only). */
+    static String sampleNames() {
+        StringJoiner names = new StringJoiner(", ", "samples: ", "");
+        for (Samples.Entry e : Samples.all()) {
+            if (!e.internal()) {
+                names.add(e.name());
+            }
+        }
+        return names.toString();
+    }
+
+    static String usage() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("usage: jmscclpp COMMAND\n\n");
+        sb.append("  jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]\n");
+        sb.append("      start N ranks of SAMPLE on this host (default timeout ")
+                .append(Launcher.DEFAULT_TIMEOUT.toSeconds()).append(" s); output lines get a [rank R] prefix\n");
+        sb.append("  jmscclpp SAMPLE [args...]\n");
+        sb.append("      run one rank of SAMPLE; who it is comes from JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and\n");
+        sb.append("      MSCCLPP_COMM_ID=ip:port, or from mpirun's OMPI_COMM_WORLD_* (plus MSCCLPP_COMM_ID),\n");
+        sb.append("      or from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT\n");
+        sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
+        sb.append("  jmscclpp help\n\n");
+        sb.append("samples:\n");
+        for (Samples.Entry e : Samples.all()) {
+            if (!e.internal()) {
+                sb.append(String.format("  %-16s %s%n", e.name(), e.synopsis()));
+            }
+        }
+        sb.append("\nexit codes: 0 success, 1 failure, 2 usage error\n");
+        return sb.toString();
+    }
+}

@@ -1,0 +1,43 @@
+package org.jmscclpp.samples;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/** The one place where sample names are bound to implementations. */
+final class Samples {
+
+    /** A registered sample; internal ones serve tests and benchmarks and are left out of the usage text. */
+    record Entry(String name, String synopsis, boolean internal, Sample sample) {
+    }
+
+    private static final Map<String, Entry> ALL = new LinkedHashMap<>();
+
+    static {
+        add(new Entry("bootstrap-demo", "initialize a TcpBootstrap, allGather (rank, pid, host), barrier",
+                false, new BootstrapDemo()));
+        add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
+                + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
+                true, ExitCodeSample.exitCode()));
+        add(new Entry(ExitCodeSample.WAIT_FOREVER, "wait to be killed (gives up after "
+                + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s, exit 124)", true, ExitCodeSample.waitForever()));
+        add(new Entry(BenchRankSample.NAME, "one rank of 'jmscclpp bench bootstrap' in separate processes",
+                true, new BenchRankSample()));
+    }
+
+    private Samples() {
+    }
+
+    private static void add(Entry e) {
+        ALL.put(e.name(), e);
+    }
+
+    static Optional<Entry> find(String name) {
+        return Optional.ofNullable(ALL.get(name));
+    }
+
+    /** Every sample in registration order. */
+    static Iterable<Entry> all() {
+        return ALL.values();
+    }
+}
