@@ -1,11 +1,13 @@
 package org.jmscclpp.bootstrap;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where every rank listens and which host it is on: gathered by the root from the check-ins,
@@ -20,37 +22,55 @@ import java.util.Arrays;
  *     25      4  IPv6 scope id
  *     29      2  port
  * </pre>
- * The book is the rank count (4 bytes) followed by one entry per rank in rank order.
+ * The book is the rank count (4 bytes) followed by one entry per rank in rank order. Entries are
+ * checked when the book is read and turned into addresses only when a connection needs one (a
+ * rank of a thousand-rank job talks to a handful of peers).
  */
 final class AddressBook {
 
     static final int ENTRY_BYTES = 31;
 
-    private final long[] hostHashes;
-    private final InetSocketAddress[] addresses;
+    private final byte[] entries;
+    private final int size;
+    private final @Nullable InetSocketAddress[] decoded;
 
-    AddressBook(long[] hostHashes, InetSocketAddress[] addresses) {
-        this.hostHashes = hostHashes;
-        this.addresses = addresses;
+    private AddressBook(byte[] entries, int size) {
+        this.entries = entries;
+        this.size = size;
+        this.decoded = new InetSocketAddress[size];
+    }
+
+    /** A book of the given entries (the root's view). */
+    static AddressBook of(long[] hostHashes, InetSocketAddress[] addresses) {
+        ByteBuf buf = Unpooled.buffer(addresses.length * ENTRY_BYTES);
+        for (int r = 0; r < addresses.length; r++) {
+            writeEntry(buf, hostHashes[r], addresses[r]);
+        }
+        return new AddressBook(buf.array(), addresses.length);
     }
 
     int size() {
-        return addresses.length;
+        return size;
     }
 
-    InetSocketAddress address(int rank) {
-        return addresses[rank];
+    synchronized InetSocketAddress address(int rank) {
+        InetSocketAddress a = decoded[rank];
+        if (a == null) {
+            a = readAddress(Unpooled.wrappedBuffer(entries, rank * ENTRY_BYTES + 8, ENTRY_BYTES - 8));
+            decoded[rank] = a;
+        }
+        return a;
     }
 
     long hostHash(int rank) {
-        return hostHashes[rank];
+        return Unpooled.wrappedBuffer(entries, rank * ENTRY_BYTES, 8).readLongLE();
     }
 
     int ranksOnHostOf(int rank) {
-        long mine = hostHashes[rank];
+        long mine = hostHash(rank);
         int n = 0;
-        for (long h : hostHashes) {
-            if (h == mine) {
+        for (int r = 0; r < size; r++) {
+            if (hostHash(r) == mine) {
                 n++;
             }
         }
@@ -58,28 +78,28 @@ final class AddressBook {
     }
 
     void writeTo(ByteBuf out) {
-        out.writeIntLE(addresses.length);
-        for (int r = 0; r < addresses.length; r++) {
-            writeEntry(out, hostHashes[r], addresses[r]);
-        }
+        out.writeIntLE(size);
+        out.writeBytes(entries, 0, size * ENTRY_BYTES);
     }
 
-    /** Reads a book of exactly {@code expectedSize} entries; returns null if the bytes are not one. */
-    static AddressBook read(ByteBuf in, int expectedSize) {
+    /** Reads a book of exactly {@code expectedSize} well-formed entries; returns null if the bytes are not one. */
+    static @Nullable AddressBook read(ByteBuf in, int expectedSize) {
         if (in.readableBytes() < 4 || in.readIntLE() != expectedSize
                 || in.readableBytes() != (long) expectedSize * ENTRY_BYTES) {
             return null;
         }
-        long[] hashes = new long[expectedSize];
-        InetSocketAddress[] addrs = new InetSocketAddress[expectedSize];
+        byte[] entries = new byte[expectedSize * ENTRY_BYTES];
+        in.readBytes(entries);
+        ByteBuf check = Unpooled.wrappedBuffer(entries);
         for (int r = 0; r < expectedSize; r++) {
-            hashes[r] = in.readLongLE();
-            addrs[r] = readAddress(in);
-            if (addrs[r] == null) {
+            int at = r * ENTRY_BYTES;
+            byte family = check.getByte(at + 8);
+            int port = check.getUnsignedShortLE(at + 29);
+            if ((family != 4 && family != 6) || port == 0) {
                 return null;
             }
         }
-        return new AddressBook(hashes, addrs);
+        return new AddressBook(entries, expectedSize);
     }
 
     static void writeEntry(ByteBuf out, long hostHash, InetSocketAddress address) {
@@ -92,7 +112,7 @@ final class AddressBook {
     }
 
     /** Reads family, address, scope and port; null when malformed. */
-    static InetSocketAddress readAddress(ByteBuf in) {
+    static @Nullable InetSocketAddress readAddress(ByteBuf in) {
         byte family = in.readByte();
         byte[] addr = new byte[16];
         in.readBytes(addr);

@@ -268,7 +268,7 @@ final class BootstrapRoot implements AutoCloseable {
         deadline.cancel(false);
         byte[] session = new byte[Preamble.SESSION_BYTES];
         RANDOM.nextBytes(session);
-        AddressBook book = new AddressBook(hostHashes.clone(), addresses.clone());
+        AddressBook book = AddressBook.of(hostHashes.clone(), addresses.clone());
         for (int r = 0; r < expectedSize; r++) {
             Channel ch = checkedIn[r];
             ByteBuf welcome = Unpooled.buffer(21 + (r == 0 ? 4 + expectedSize * AddressBook.ENTRY_BYTES : 0));

@@ -18,6 +18,14 @@ final class Collectives {
     /** Output size from which allGather uses the ring. */
     static final long RING_THRESHOLD_BYTES = 32L << 20;
 
+    /**
+     * Rank count from which small allGathers and barriers go up and down the binomial tree of rank 0
+     * instead of exchanging pairwise: 2(N-1) messages over connections initialization already opened
+     * (the address book travelled that tree), where recursive doubling needs N log N messages and
+     * N log N / 2 new connections — on a few cores the message count is what costs.
+     */
+    static final int TREE_MIN_RANKS = 32;
+
     /** Point-to-point messages of one collective. */
     interface Transport {
         int rank();
@@ -45,6 +53,8 @@ final class Collectives {
         Mono<Void> run;
         if ((long) n * len >= RING_THRESHOLD_BYTES) {
             run = ring(t, seq, out, len, deadline);
+        } else if (n >= TREE_MIN_RANKS) {
+            return treeAllGather(t, seq, out, len, deadline);
         } else if (Integer.bitCount(n) == 1) {
             run = recursiveDoubling(t, seq, out, len, deadline);
         } else {
@@ -59,6 +69,9 @@ final class Collectives {
             return Mono.empty();
         }
         byte[] none = new byte[0];
+        if (n >= TREE_MIN_RANKS) {
+            return treeAllGather(t, seq, none, 0, deadline).then();
+        }
         return Integer.bitCount(n) == 1
                 ? recursiveDoubling(t, seq, none, 0, deadline)
                 : bruck(t, seq, none, none, 0, deadline);
@@ -95,6 +108,37 @@ final class Collectives {
             }
             return sends.thenReturn(bytes);
         });
+    }
+
+    /**
+     * Binomial gather to rank 0 (each rank collects the contiguous blocks of its subtree from its
+     * children, then sends them to its parent), then a binomial broadcast of the whole result.
+     */
+    private static Mono<byte[]> treeAllGather(Transport t, long seq, byte[] out, int len, long deadline) {
+        int n = t.size();
+        int rank = t.rank();
+        Mono<Void> gather = Mono.empty();
+        int mask = 1;
+        while (mask < n && (rank & mask) == 0) {
+            int child = rank + mask;
+            if (child < n) {
+                int blocks = Math.min(mask, n - child);
+                gather = gather.and(t.recv(child, seq, deadline, "allGather tree gather")
+                        .doOnNext(in -> place(in, out, child * len, blocks * len, rank, child)).then());
+            }
+            mask <<= 1;
+        }
+        if (rank != 0) {
+            int parent = rank - mask;
+            int blocks = Math.min(mask, n - rank);
+            gather = gather.then(Mono.defer(() -> t.send(parent, seq, out, rank * len, blocks * len, deadline,
+                    "allGather tree gather")));
+        }
+        return gather.then(Mono.defer(() -> broadcast(t, seq, 0, out, deadline, in -> {
+            if (in != out) {
+                place(in, out, 0, out.length, rank, 0);
+            }
+        }))).thenReturn(out);
     }
 
     /** Step k exchanges the 2^k blocks gathered so far with rank XOR 2^k. */

@@ -72,9 +72,16 @@ final class PeerLinks {
         this.group = group;
         this.events = events;
         this.links = new Link[size];
-        for (int i = 0; i < size; i++) {
-            links[i] = new Link();
+    }
+
+    /** The state kept for {@code peer}, created on first use (a rank talks to few of its peers). */
+    private synchronized Link link(int peer) {
+        Link l = links[peer];
+        if (l == null) {
+            l = new Link();
+            links[peer] = l;
         }
+        return l;
     }
 
     /** Binds the listening socket on {@code address} (port 0 = any); completes with the bound address. */
@@ -125,7 +132,7 @@ final class PeerLinks {
      * {@code mayOpen}; otherwise waits for the peer to open one. The caller bounds the wait.
      */
     CompletableFuture<Channel> sendChannel(int peer, boolean mayOpen) {
-        Link link = links[peer];
+        Link link = link(peer);
         synchronized (this) {
             if (failure != null) {
                 return CompletableFuture.failedFuture(failure);
@@ -154,7 +161,7 @@ final class PeerLinks {
         if (rank >= peer) {
             return;
         }
-        Link link = links[peer];
+        Link link = link(peer);
         synchronized (this) {
             if (failure != null || !link.channels.isEmpty() || link.connecting != null) {
                 return;
@@ -167,7 +174,9 @@ final class PeerLinks {
     synchronized List<Channel> allChannels() {
         List<Channel> all = new ArrayList<>();
         for (Link l : links) {
-            all.addAll(l.channels);
+            if (l != null) {
+                all.addAll(l.channels);
+            }
         }
         return all;
     }
@@ -175,7 +184,7 @@ final class PeerLinks {
     /** Forgets a closed connection. */
     void closed(int peer, Channel ch) {
         synchronized (this) {
-            Link link = links[peer];
+            Link link = link(peer);
             link.channels.remove(ch);
             if (link.sendChannel == ch) {
                 link.sendChannel = null;
@@ -192,6 +201,9 @@ final class PeerLinks {
             }
             failure = e;
             for (Link l : links) {
+                if (l == null) {
+                    continue;
+                }
                 waiting.addAll(l.inboundWaiters);
                 l.inboundWaiters.clear();
                 if (l.connecting != null) {
@@ -328,7 +340,7 @@ final class PeerLinks {
     private void register(int peer, Channel ch) {
         List<CompletableFuture<Channel>> waiters;
         synchronized (this) {
-            Link link = links[peer];
+            Link link = link(peer);
             link.channels.add(ch);
             waiters = new ArrayList<>(link.inboundWaiters);
             link.inboundWaiters.clear();
