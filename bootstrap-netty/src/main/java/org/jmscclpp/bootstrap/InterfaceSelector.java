@@ -285,6 +285,28 @@ final class InterfaceSelector {
      * @throws JmscclppException SYSTEM_ERROR when the operating system refuses the enumeration
      */
     static List<NetIf> systemInterfaces() {
+        long now = System.nanoTime();
+        Snapshot last = snapshot;
+        if (last != null && now - last.takenNanos() < SNAPSHOT_NANOS) {
+            return last.interfaces();
+        }
+        List<NetIf> fresh = readSystemInterfaces();
+        snapshot = new Snapshot(now, fresh);
+        return fresh;
+    }
+
+    /**
+     * Listing interfaces costs about a millisecond; many ranks starting in one JVM share one listing
+     * for up to a second (long enough for a burst of ranks, short enough to see an interface come up).
+     */
+    private static final long SNAPSHOT_NANOS = 1_000_000_000L;
+
+    private record Snapshot(long takenNanos, List<NetIf> interfaces) {
+    }
+
+    private static volatile @Nullable Snapshot snapshot;
+
+    private static List<NetIf> readSystemInterfaces() {
         List<NetworkInterface> top;
         try {
             top = new ArrayList<>(NetworkInterface.networkInterfaces().toList());
@@ -298,7 +320,7 @@ final class InterfaceSelector {
             out.add(toNetIf(nif));
             nif.subInterfaces().map(InterfaceSelector::toNetIf).forEach(out::add);
         }
-        return out;
+        return List.copyOf(out);
     }
 
     private static NetIf toNetIf(NetworkInterface nif) {
@@ -448,8 +470,11 @@ final class InterfaceSelector {
                 .collect(Collectors.joining(", "));
     }
 
+    /** Choices already announced at INFO: a thousand ranks in one JVM log their interface once. */
+    private static final java.util.Set<String> ANNOUNCED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     private void log(Selected s) {
-        LOG.log(System.Logger.Level.INFO, () -> "Bootstrap: using interface " + s + " (" + s.rule()
-                + ", family " + family + ")");
+        String line = "Bootstrap: using interface " + s + " (" + s.rule() + ", family " + family + ")";
+        LOG.log(ANNOUNCED.add(line) ? System.Logger.Level.INFO : System.Logger.Level.DEBUG, line);
     }
 }

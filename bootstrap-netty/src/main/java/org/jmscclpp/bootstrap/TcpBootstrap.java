@@ -411,9 +411,14 @@ public final class TcpBootstrap implements Bootstrap {
         links().setBook(b);
     }
 
-    /** Opens the ring's connections: to the next and previous rank, the lower rank of each pair connecting. */
+    /**
+     * Opens the ring's connections: to the next and previous rank, the lower rank of each pair
+     * connecting. From {@link Collectives#TREE_MIN_RANKS} ranks the small collectives run on the
+     * address book's tree and only very large allGathers use the ring, so its connections are left
+     * to open on first use (a thousand-rank job saves hundreds of connection handshakes at start).
+     */
     private CompletableFuture<Void> connectRing(long deadline) {
-        if (size == 1) {
+        if (size == 1 || size >= Collectives.TREE_MIN_RANKS) {
             return CompletableFuture.completedFuture(null);
         }
         int next = (rank + 1) % size;
