@@ -174,6 +174,9 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     private Mono<TcpBootstrap> start(TcpUniqueId id, InetSocketAddress listenAt, @Nullable InetSocketAddress rootAt) {
+        // The deadline counts from here: starting the event loops (native epoll, threads) is part
+        // of initializing, and takes hundreds of milliseconds in a fresh JVM.
+        long t0 = System.nanoTime();
         synchronized (this) {
             if (state != State.NEW) {
                 return Mono.error(usage("initialize", "initialize was already called (state " + state + ")"));
@@ -183,7 +186,6 @@ public final class TcpBootstrap implements Bootstrap {
             mailboxes = new Mailboxes(group.next());
             links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), group, new LinkEvents());
         }
-        long t0 = System.nanoTime();
         long deadline = t0 + options.initTimeout().toNanos();
         long[] marks = new long[3];
         CompletableFuture<Void> rootStarted = rootAt == null
