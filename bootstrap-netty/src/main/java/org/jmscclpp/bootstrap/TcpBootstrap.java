@@ -451,6 +451,11 @@ public final class TcpBootstrap implements Bootstrap {
         return options.operationTimeout();
     }
 
+    /** The address book once this rank has it (during or after initialize), else null; tests reach listeners through it. */
+    @Nullable AddressBook addressBook() {
+        return book;
+    }
+
     /** Errors this job's root (if this process runs it) sent to misbehaving ranks, as they happen. */
     public synchronized Flux<JmscclppException> rootProblems() {
         return ownedRoot == null ? Flux.empty() : ownedRoot.problems();
