@@ -459,7 +459,10 @@ public final class TcpBootstrap implements Bootstrap {
         return options.operationTimeout();
     }
 
-    /** The address book once this rank has it (during or after initialize), else null; tests reach listeners through it. */
+    /**
+     * The address book once this rank has it (during or after initialize), else null; tests reach
+     * the ranks' listeners through it.
+     */
     @Nullable AddressBook addressBook() {
         return book;
     }
