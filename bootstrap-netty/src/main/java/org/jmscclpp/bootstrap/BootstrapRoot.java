@@ -17,6 +17,7 @@ import java.net.InetSocketAddress;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -163,8 +164,11 @@ final class BootstrapRoot implements AutoCloseable {
                 failure = JmscclppException.builder(ErrorCode.ABORTED, "the root was closed before every rank checked in")
                         .phase("root check-in").build();
             }
-            // Once wired, the welcomes close their connections themselves when written.
-            toClose = state == State.WIRED ? List.of() : new ArrayList<>(clients);
+            toClose = new ArrayList<>(clients);
+            if (state == State.WIRED) {
+                // The welcomes close the ranks' connections once written; only strays are left to close.
+                toClose.removeAll(Arrays.asList(checkedIn));
+            }
             state = State.CLOSED;
             clients.clear();
         }

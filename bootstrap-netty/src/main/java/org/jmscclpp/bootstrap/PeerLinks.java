@@ -14,7 +14,9 @@ import io.netty.buffer.Unpooled;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.ErrorCode;
@@ -63,6 +65,9 @@ final class PeerLinks {
     private volatile @Nullable AddressBook book;
     private @Nullable Channel listener;
     private @Nullable JmscclppException failure;
+    /** Accepted connections whose preamble is not yet accepted; closed by {@link #closeAll()}. */
+    private final Set<Channel> handshaking = new HashSet<>();
+    private boolean closed;
 
     PeerLinks(int rank, int size, byte[] secret, int maxFrameBytes, EventLoopGroup group, Events events) {
         this.rank = rank;
@@ -95,6 +100,10 @@ final class PeerLinks {
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
+                        if (!trackHandshake(ch)) {
+                            ch.close();
+                            return;
+                        }
                         ch.pipeline().addLast(new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
                     }
@@ -223,15 +232,22 @@ final class PeerLinks {
      */
     List<ChannelFuture> closeAll() {
         List<Channel> channels;
+        List<Channel> strays;
         Channel l;
         synchronized (this) {
             channels = allChannels();
             l = listener;
             listener = null;
+            closed = true;
+            strays = new ArrayList<>(handshaking);
+            handshaking.clear();
         }
         List<ChannelFuture> closing = new ArrayList<>();
         if (l != null) {
             closing.add(l.close());
+        }
+        for (Channel ch : strays) {
+            closing.add(ch.close());
         }
         for (Channel ch : channels) {
             if (ch.isActive()) {
@@ -337,9 +353,23 @@ final class PeerLinks {
         return null;
     }
 
+    private synchronized boolean trackHandshake(Channel ch) {
+        if (closed) {
+            return false;
+        }
+        handshaking.add(ch);
+        ch.closeFuture().addListener(f -> {
+            synchronized (PeerLinks.this) {
+                handshaking.remove(ch);
+            }
+        });
+        return true;
+    }
+
     private void register(int peer, Channel ch) {
         List<CompletableFuture<Channel>> waiters;
         synchronized (this) {
+            handshaking.remove(ch);
             Link link = link(peer);
             link.channels.add(ch);
             waiters = new ArrayList<>(link.inboundWaiters);

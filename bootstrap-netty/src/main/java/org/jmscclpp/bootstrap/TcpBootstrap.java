@@ -296,9 +296,17 @@ public final class TcpBootstrap implements Bootstrap {
                     protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(new PreambleHandler(id.secret(), PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " root connection", (ctx, p) -> {
-                            if (p.type != Preamble.TYPE_ROOT || p.receiverOrSize != size) {
-                                return CompletableFuture.completedFuture(p.type != Preamble.TYPE_ROOT
-                                        ? "not a root" : "the root serves " + p.receiverOrSize + " ranks");
+                            if (p.type != Preamble.TYPE_ROOT) {
+                                return CompletableFuture.completedFuture("not a root");
+                            }
+                            if (p.receiverOrSize != size) {
+                                // This job's root answered: another attempt would get the same answer.
+                                answered.set(true);
+                                result.completeExceptionally(JmscclppException.builder(ErrorCode.INVALID_USAGE,
+                                                "this rank was created for a job of " + size + " ranks, but the root at "
+                                                        + id.root() + " serves a job of " + p.receiverOrSize)
+                                        .rank(rank).phase("root check-in").build());
+                                return CompletableFuture.completedFuture("the root serves " + p.receiverOrSize + " ranks");
                             }
                             answered.set(true);
                             LOG.log(Level.DEBUG, "rank {0}: checked in with the root at {1}; waiting for the other ranks",
@@ -456,6 +464,14 @@ public final class TcpBootstrap implements Bootstrap {
     @Override
     public Duration defaultTimeout() {
         return options.operationTimeout();
+    }
+
+    /**
+     * The address book once this rank has it (during or after initialize), else null; tests reach
+     * the ranks' listeners through it.
+     */
+    @Nullable AddressBook addressBook() {
+        return book;
     }
 
     /** Errors this job's root (if this process runs it) sent to misbehaving ranks, as they happen. */

@@ -1,0 +1,87 @@
+package org.jmscclpp.bootstrap;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.ByteArrayOutputStream;
+import java.net.InetSocketAddress;
+
+/**
+ * Bytes of the bootstrap's wire format for tests, made with the main code's own encoders
+ * ({@link Preamble#writeTo}, {@link FrameDecoder#write}, {@link AddressBook#writeEntry}) so the tests
+ * never carry a second copy of the layout; tests that need malformed bytes start from these and
+ * change the documented offsets.
+ */
+final class WireBytes {
+
+    /** Offsets in a preamble, from the byte diagram of {@link Preamble}. */
+    static final int PREAMBLE_VERSION_OFFSET = 4;
+    static final int PREAMBLE_TYPE_OFFSET = 6;
+    static final int PREAMBLE_SECRET_OFFSET = 8;
+
+    private WireBytes() {
+    }
+
+    static byte[] preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
+        ByteBuf buf = Unpooled.buffer(Preamble.BYTES);
+        try {
+            new Preamble(type, secret, session, sender, receiverOrSize).writeTo(buf);
+            return bytes(buf);
+        } finally {
+            buf.release();
+        }
+    }
+
+    /** The preamble a rank sends to the root: type ROOT, no session, its rank and the job's rank count. */
+    static byte[] rootPreamble(byte[] secret, int rank, int size) {
+        return preamble(Preamble.TYPE_ROOT, secret, Preamble.noSession(), rank, size);
+    }
+
+    /** One frame as {@link FrameDecoder#write} puts it on the wire. */
+    static byte[] frame(byte kind, byte flags, long channel, byte[] payload) {
+        EmbeddedChannel ch = new EmbeddedChannel();
+        try {
+            FrameDecoder.write(ch, kind, flags, channel, Unpooled.wrappedBuffer(payload), ch.newPromise());
+            ch.flush();
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            for (ByteBuf b = ch.readOutbound(); b != null; b = ch.readOutbound()) {
+                try {
+                    out.writeBytes(bytes(b));
+                } finally {
+                    b.release();
+                }
+            }
+            return out.toByteArray();
+        } finally {
+            ch.finishAndReleaseAll();
+        }
+    }
+
+    /** The payload of a {@link Frame#CHECK_IN}: rank, rank count, then one address-book entry. */
+    static byte[] checkInPayload(int rank, int size, long hostHash, InetSocketAddress listening) {
+        ByteBuf buf = Unpooled.buffer(8 + AddressBook.ENTRY_BYTES);
+        try {
+            buf.writeIntLE(rank);
+            buf.writeIntLE(size);
+            AddressBook.writeEntry(buf, hostHash, listening);
+            return bytes(buf);
+        } finally {
+            buf.release();
+        }
+    }
+
+    /** The readable bytes of {@code buf}, leaving its reader index alone. */
+    static byte[] bytes(ByteBuf buf) {
+        byte[] out = new byte[buf.readableBytes()];
+        buf.getBytes(buf.readerIndex(), out);
+        return out;
+    }
+
+    static byte[] concat(byte[]... parts) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (byte[] p : parts) {
+            out.writeBytes(p);
+        }
+        return out.toByteArray();
+    }
+}
