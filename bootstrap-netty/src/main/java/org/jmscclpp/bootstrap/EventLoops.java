@@ -40,7 +40,9 @@ final class EventLoops {
                 // message between I/O threads cost more than it saved (measured with 1024 ranks in
                 // one JVM on 2 cores: 160 ms per allGather with one thread, 330 ms with two).
                 int threads = Integer.getInteger("jmscclpp.bootstrap.ioThreads", 1);
-                IoHandlerFactory io = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+                IoHandlerFactory io = EPOLL
+                        ? EpollIoHandler.newFactory(0, SpinThenWait.FACTORY)
+                        : NioIoHandler.newFactory(java.nio.channels.spi.SelectorProvider.provider(), SpinThenWait.FACTORY);
                 group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("jmscclpp-io", true), io);
             }
             users++;

@@ -9,6 +9,8 @@ import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * {@code bench-bootstrap-rank --iters I --warmup W}: one rank of the separate-process bootstrap
@@ -72,20 +74,29 @@ final class BenchRankSample implements Sample {
     /**
      * Times every op: {@code warmup + iters} iterations, each after a barrier. Returns slot 0 free for the
      * init time, then {@code iters} nanosecond times per op, in {@code ops} order.
+     *
+     * <p>The iterations of one op run as one reactive chain, the way an application composes
+     * bootstrap steps: each barrier and op starts from the completion of the previous one, on the
+     * bootstrap's I/O thread, so the time is the library's and not a blocked thread's wake-up.
      */
     static long[] measure(Bootstrap bs, List<BenchOp> ops, int iters, int warmup) {
         long[] times = new long[1 + ops.size() * iters];
         for (int o = 0; o < ops.size(); o++) {
             BenchOp op = ops.get(o);
-            for (int i = 0; i < warmup + iters; i++) {
-                Blocking.done(bs.barrier(OP_TIMEOUT), OP_TIMEOUT, bs.rank(), op.key + " align");
-                long t = System.nanoTime();
-                Blocking.done(op.on(bs, OP_TIMEOUT), OP_TIMEOUT, bs.rank(), op.key);
-                long d = System.nanoTime() - t;
-                if (i >= warmup) {
-                    times[1 + o * iters + i - warmup] = d;
-                }
-            }
+            int base = 1 + o * iters;
+            Mono<Void> loop = Flux.range(0, warmup + iters)
+                    .concatMap(i -> bs.barrier(OP_TIMEOUT).then(Mono.defer(() -> {
+                        long t = System.nanoTime();
+                        return op.on(bs, OP_TIMEOUT).then(Mono.fromRunnable(() -> {
+                            long d = System.nanoTime() - t;
+                            if (i >= warmup) {
+                                times[base + i - warmup] = d;
+                            }
+                        }));
+                    })))
+                    .then();
+            Duration all = OP_TIMEOUT.multipliedBy(2L * (warmup + iters));
+            Blocking.done(loop, all, bs.rank(), op.key);
         }
         return times;
     }
