@@ -1,6 +1,7 @@
 package org.jmscclpp.core;
 
 import java.util.Objects;
+import java.util.StringJoiner;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -73,24 +74,24 @@ public final class JmscclppException extends RuntimeException {
     }
 
     private static String format(Builder b) {
-        StringBuilder sb = new StringBuilder(b.code.name()).append(':');
-        String sep = " ";
+        StringJoiner where = new StringJoiner(", ");
         if (b.rank != NONE) {
-            sb.append(sep).append("rank ").append(b.rank);
-            sep = ", ";
+            where.add("rank " + b.rank);
         }
         if (b.peer != NONE) {
-            sb.append(sep).append("peer ").append(b.peer);
-            sep = ", ";
+            where.add("peer " + b.peer);
         }
         if (b.tag != NONE) {
-            sb.append(sep).append("tag ").append(b.tag);
-            sep = ", ";
+            where.add("tag " + b.tag);
         }
         if (!b.phase.isEmpty()) {
-            sb.append(sep).append("phase ").append(b.phase);
+            where.add("phase " + b.phase);
         }
-        return sb.append(": ").append(b.detail).toString();
+        StringBuilder sb = new StringBuilder(b.code.name()).append(": ");
+        if (where.length() > 0) {
+            sb.append(where).append(": ");
+        }
+        return sb.append(b.detail).toString();
     }
 
     /** Builder for {@link JmscclppException}. */
