@@ -470,10 +470,8 @@ public final class TcpBootstrap implements Bootstrap {
     @Override
     public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) {
         Objects.requireNonNull(data, "data");
-        return collective("broadcast", timeout, (seq, deadline) -> {
-            checkPeer(root, "broadcast", "root");
-            return Collectives.broadcast(transport, seq, root, data, deadline, b -> { });
-        });
+        return collective("broadcast", timeout, () -> checkPeer(root, "broadcast", "root"),
+                (seq, deadline) -> Collectives.broadcast(transport, seq, root, data, deadline, b -> { }));
     }
 
     private interface CollectiveBody<T> {
@@ -481,9 +479,19 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     private <T> Mono<T> collective(String phase, Duration timeout, CollectiveBody<T> body) {
+        return collective(phase, timeout, () -> { }, body);
+    }
+
+    /**
+     * Runs a collective under the next sequence number. {@code checkArguments} runs first: a call
+     * refused with INVALID_USAGE must not use up a number, or this rank's later collectives would
+     * no longer match the other ranks'.
+     */
+    private <T> Mono<T> collective(String phase, Duration timeout, Runnable checkArguments, CollectiveBody<T> body) {
         Objects.requireNonNull(timeout, "timeout");
         return Mono.defer(() -> {
             checkReady(phase);
+            checkArguments.run();
             long seq = collectiveSeq.getAndIncrement();
             long deadline = System.nanoTime() + timeout.toNanos();
             return body.run(seq, deadline).doFinally(s -> mailboxes().forgetChannel(Frame.COLLECTIVE, seq));
