@@ -63,6 +63,8 @@ final class PeerLinks {
     private volatile @Nullable AddressBook book;
     private @Nullable Channel listener;
     private @Nullable JmscclppException failure;
+    /** Set by {@link #closeAll()}: a bind or connection that completes later is closed at once. */
+    private boolean closed;
 
     PeerLinks(int rank, int size, byte[] secret, int maxFrameBytes, EventLoopGroup group, Events events) {
         this.rank = rank;
@@ -94,8 +96,19 @@ final class PeerLinks {
                 });
         sb.bind(address).addListener((ChannelFuture f) -> {
             if (f.isSuccess()) {
+                boolean tooLate;
                 synchronized (this) {
-                    listener = f.channel();
+                    tooLate = closed;
+                    if (!tooLate) {
+                        listener = f.channel();
+                    }
+                }
+                if (tooLate) {
+                    // the bootstrap closed while the bind was in flight (a cancelled initialize)
+                    f.channel().close();
+                    bound.completeExceptionally(JmscclppException.builder(ErrorCode.ABORTED,
+                            "closed while binding the listening socket").rank(rank).phase("listen").build());
+                    return;
                 }
                 bound.complete((InetSocketAddress) f.channel().localAddress());
             } else {
@@ -213,6 +226,7 @@ final class PeerLinks {
         List<Channel> channels;
         Channel l;
         synchronized (this) {
+            closed = true;
             channels = allChannels();
             l = listener;
             listener = null;
@@ -328,6 +342,11 @@ final class PeerLinks {
     private void register(int peer, Channel ch) {
         List<CompletableFuture<Channel>> waiters;
         synchronized (this) {
+            if (closed) {
+                // connected or accepted after closeAll(): nobody would ever close it
+                ch.close();
+                return;
+            }
             Link link = links[peer];
             link.channels.add(ch);
             waiters = new ArrayList<>(link.inboundWaiters);
