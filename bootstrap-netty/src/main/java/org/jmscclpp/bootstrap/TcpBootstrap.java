@@ -208,7 +208,7 @@ public final class TcpBootstrap implements Bootstrap {
                 });
         return Mono.fromFuture(init, true)
                 .onErrorMap(this::unwrap)
-                .doOnError(e -> close())
+                .doOnError(e -> close((JmscclppException) e))
                 .doOnCancel(this::close);
     }
 
@@ -535,6 +535,14 @@ public final class TcpBootstrap implements Bootstrap {
 
     @Override
     public void close() {
+        close(null);
+    }
+
+    /**
+     * Closes; {@code initFailure} is why initialize failed, which the root this rank runs (if
+     * any) passes on to the ranks still waiting for it instead of just dropping them.
+     */
+    private void close(@Nullable JmscclppException initFailure) {
         List<ChannelFuture> closing;
         BootstrapRoot root;
         boolean acquired;
@@ -551,7 +559,9 @@ public final class TcpBootstrap implements Bootstrap {
                 .rank(rank).phase("close").build(), false);
         closing = links == null ? List.of() : links.closeAll();
         if (root != null) {
-            root.close();
+            root.close(initFailure == null ? null : JmscclppException.builder(initFailure.code(),
+                    "rank " + rank + ", which runs the root, failed: " + initFailure.detail())
+                    .peer(rank).phase("root check-in").build());
         }
         if (!acquired) {
             return;
