@@ -645,6 +645,44 @@ class TcpBootstrapConformanceTest {
     private record Attempt(@Nullable Throwable error, long nanos) {
     }
 
+    @ParameterizedTest(name = "a job missing a rank times out and leaves nothing behind ({0})")
+    @ValueSource(strings = {"id", "address"})
+    void aJobMissingARankTimesOutOnEveryPresentRank(String how) {
+        int n = 3;
+        BootstrapOptions oneSecond = BootstrapOptions.builder().initTimeout(Duration.ofSeconds(1)).build();
+        List<TcpBootstrap> present = new ArrayList<>();
+        for (int r = 0; r < n - 1; r++) {
+            present.add(track(TcpBootstrap.create(r, n, oneSecond)));
+        }
+        // rank 0 runs the root, so its failure closes the root from the thread that saw the deadline
+        String address = "127.0.0.1:" + LocalJob.freeFixedPort();
+        UniqueId id = how.equals("id") ? present.getFirst().createUniqueId() : null;
+        List<Mono<?>> inits = new ArrayList<>();
+        for (TcpBootstrap b : present) {
+            inits.add(id != null ? b.initialize(id) : b.initialize(address));
+        }
+        long t0 = System.nanoTime();
+        List<@Nullable Throwable> errors = Flux.mergeSequential(inits.stream()
+                        .map(m -> m.then(Mono.<Throwable>empty()).onErrorResume(Mono::just)
+                                .defaultIfEmpty(new AssertionError("initialize succeeded without rank " + (n - 1))))
+                        .toList(), n, 1)
+                .collectList().block(STEP);
+        double s = (System.nanoTime() - t0) / 1e9;
+        for (int r = 0; r < n - 1; r++) {
+            JmscclppException e = assertInstanceOf(JmscclppException.class, errors.get(r), "rank " + r);
+            assertEquals(r, e.rank(), e.toString());
+            assertEquals("root check-in", e.phase(), e.toString());
+            // Every deadline falls at the same instant. When rank 0's passes first it drops its
+            // check-in connection, and the root may report that to rank 1 before rank 1's own
+            // deadline: REMOTE_ERROR naming rank 0. Anything else is a timeout.
+            boolean rootReportedRankZero = r != 0 && e.code() == ErrorCode.REMOTE_ERROR && e.peer() == 0;
+            assertTrue(e.code() == ErrorCode.TIMEOUT || rootReportedRankZero, e.toString());
+        }
+        assertTrue(s < 3, "the present ranks failed after " + s + " s");
+        // initialize closed the failed bootstraps and rank 0's root
+        assertEquals(0, TcpBootstrap.eventLoopUsers(), "a failed initialize still holds the event loops");
+    }
+
     // ------------------------------------------------------------------ hygiene and scale
 
     @Test
