@@ -261,6 +261,12 @@ public final class TcpBootstrap implements Bootstrap {
     private CompletableFuture<Welcome> checkIn(TcpUniqueId id, InetSocketAddress listening, long deadline) {
         CompletableFuture<Welcome> result = new CompletableFuture<>();
         synchronized (this) {
+            if (state == State.CLOSED) {
+                // closed (a cancelled initialize) before fail() could see this future: connecting
+                // now would open a socket that nothing closes
+                return CompletableFuture.failedFuture(JmscclppException.builder(ErrorCode.ABORTED,
+                        "closed during initialize").rank(rank).phase("root check-in").build());
+            }
             welcome = result;
         }
         attemptCheckIn(id, listening, deadline, result, 5);
