@@ -33,6 +33,7 @@ import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
+import reactor.core.publisher.SignalType;
 
 /**
  * The TCP {@link Bootstrap}: a root gathers every rank's listen address, then ranks talk over
@@ -206,10 +207,17 @@ public final class TcpBootstrap implements Bootstrap {
                     ready(t0, marks, listenAt);
                     return this;
                 });
-        return Mono.fromFuture(init, true)
+        // On cancel the future is cancelled first and the bootstrap closed after (doFinally): the
+        // close fails the steps in flight, and that error must find nobody listening, else
+        // Reactor drops it and logs it as an error.
+        return Mono.fromFuture(init)
                 .onErrorMap(this::unwrap)
                 .doOnError(e -> close((JmscclppException) e))
-                .doOnCancel(this::close);
+                .doFinally(signal -> {
+                    if (signal == SignalType.CANCEL) {
+                        close();
+                    }
+                });
     }
 
     private void hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
