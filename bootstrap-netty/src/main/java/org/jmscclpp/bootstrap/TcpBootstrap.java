@@ -569,14 +569,16 @@ public final class TcpBootstrap implements Bootstrap {
             root = ownedRoot;
             ownedRoot = null;
         }
-        fail(JmscclppException.builder(ErrorCode.ABORTED, "rank " + rank + " closed its bootstrap")
-                .rank(rank).phase("close").build(), false);
-        closing = links == null ? List.of() : links.closeAll();
+        // The root first: fail() drops this rank's check-in connection, which a root still
+        // collecting would report to the other ranks as this rank having died.
         if (root != null) {
             root.close(initFailure == null ? null : JmscclppException.builder(initFailure.code(),
                     "rank " + rank + ", which runs the root, failed: " + initFailure.detail())
                     .peer(rank).phase("root check-in").build());
         }
+        fail(JmscclppException.builder(ErrorCode.ABORTED, "rank " + rank + " closed its bootstrap")
+                .rank(rank).phase("close").build(), false);
+        closing = links == null ? List.of() : links.closeAll();
         if (!acquired) {
             return;
         }
