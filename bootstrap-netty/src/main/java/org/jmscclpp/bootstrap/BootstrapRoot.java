@@ -155,19 +155,37 @@ final class BootstrapRoot implements AutoCloseable {
 
     @Override
     public void close() {
-        List<Channel> toClose;
+        close(null);
+    }
+
+    /**
+     * Stops the root. If ranks are still waiting for their welcome, each is told {@code reason}
+     * (or that the root was closed, when null) before its connection closes, rather than seeing
+     * the connection drop. Blocks at most briefly, and never on an event-loop thread.
+     */
+    void close(@Nullable JmscclppException reason) {
+        List<Channel> toClose = new ArrayList<>();
+        List<Channel> toTell = new ArrayList<>();
+        JmscclppException told = null;
         synchronized (this) {
             if (state == State.CLOSED) {
                 return;
             }
             if (state == State.COLLECTING) {
-                failure = JmscclppException.builder(ErrorCode.ABORTED, "the root was closed before every rank checked in")
-                        .phase("root check-in").build();
+                failure = reason != null ? reason : JmscclppException.builder(ErrorCode.ABORTED,
+                        "the root was closed before every rank checked in").phase("root check-in").build();
+                told = failure;
             }
-            toClose = new ArrayList<>(clients);
-            if (state == State.WIRED) {
-                // The welcomes close the ranks' connections once written; only strays are left to close.
-                toClose.removeAll(Arrays.asList(checkedIn));
+            // Once wired, the welcomes close their connections themselves when written; once
+            // failed, so do the failure reports fail() sent to the ranks that had checked in.
+            for (Channel ch : clients) {
+                boolean checkedInRank = java.util.Arrays.asList(checkedIn).contains(ch);
+                if (state == State.COLLECTING && checkedInRank) {
+                    toTell.add(ch);
+                } else if (!checkedInRank) {
+                    // strays: connections that never checked in (silent, or refused)
+                    toClose.add(ch);
+                }
             }
             state = State.CLOSED;
             clients.clear();
@@ -175,6 +193,10 @@ final class BootstrapRoot implements AutoCloseable {
         deadline.cancel(false);
         List<ChannelFuture> closing = new ArrayList<>();
         closing.add(listener.close());
+        for (Channel ch : toTell) {
+            sendFailure(ch, told);
+            closing.add(ch.closeFuture());
+        }
         for (Channel ch : toClose) {
             closing.add(ch.close());
         }
@@ -182,12 +204,22 @@ final class BootstrapRoot implements AutoCloseable {
             done.completeExceptionally(failure);
         }
         problems.tryEmitComplete();
-        if (!group.next().inEventLoop()) {
+        if (!onEventLoop()) {
             for (ChannelFuture f : closing) {
                 f.awaitUninterruptibly(2, TimeUnit.SECONDS);
             }
         }
         EventLoops.release();
+    }
+
+    /** Whether the caller runs on one of the shared event loops, where waiting on a channel could deadlock. */
+    private boolean onEventLoop() {
+        for (io.netty.util.concurrent.EventExecutor e : group) {
+            if (e.inEventLoop()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private synchronized boolean track(Channel ch) {

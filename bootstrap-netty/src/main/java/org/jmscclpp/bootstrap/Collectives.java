@@ -54,11 +54,11 @@ final class Collectives {
         if ((long) n * len >= RING_THRESHOLD_BYTES) {
             run = ring(t, seq, out, len, deadline);
         } else if (n >= TREE_MIN_RANKS) {
-            return treeAllGather(t, seq, out, len, deadline);
+            return treeAllGather(t, seq, out, len, deadline, "allGather");
         } else if (Integer.bitCount(n) == 1) {
-            run = recursiveDoubling(t, seq, out, len, deadline);
+            run = recursiveDoubling(t, seq, out, len, deadline, "allGather");
         } else {
-            run = bruck(t, seq, local, out, len, deadline);
+            run = bruck(t, seq, local, out, len, deadline, "allGather");
         }
         return run.thenReturn(out);
     }
@@ -70,11 +70,11 @@ final class Collectives {
         }
         byte[] none = new byte[0];
         if (n >= TREE_MIN_RANKS) {
-            return treeAllGather(t, seq, none, 0, deadline).then();
+            return treeAllGather(t, seq, none, 0, deadline, "barrier").then();
         }
         return Integer.bitCount(n) == 1
-                ? recursiveDoubling(t, seq, none, 0, deadline)
-                : bruck(t, seq, none, none, 0, deadline);
+                ? recursiveDoubling(t, seq, none, 0, deadline, "barrier")
+                : bruck(t, seq, none, none, 0, deadline, "barrier");
     }
 
     /**
@@ -114,7 +114,8 @@ final class Collectives {
      * Binomial gather to rank 0 (each rank collects the contiguous blocks of its subtree from its
      * children, then sends them to its parent), then a binomial broadcast of the whole result.
      */
-    private static Mono<byte[]> treeAllGather(Transport t, long seq, byte[] out, int len, long deadline) {
+    private static Mono<byte[]> treeAllGather(Transport t, long seq, byte[] out, int len, long deadline,
+                                              String operation) {
         int n = t.size();
         int rank = t.rank();
         Mono<Void> gather = Mono.empty();
@@ -123,7 +124,7 @@ final class Collectives {
             int child = rank + mask;
             if (child < n) {
                 int blocks = Math.min(mask, n - child);
-                gather = gather.and(t.recv(child, seq, deadline, "allGather tree gather")
+                gather = gather.and(t.recv(child, seq, deadline, operation + " tree gather")
                         .doOnNext(in -> place(in, out, child * len, blocks * len, rank, child)).then());
             }
             mask <<= 1;
@@ -132,7 +133,7 @@ final class Collectives {
             int parent = rank - mask;
             int blocks = Math.min(mask, n - rank);
             gather = gather.then(Mono.defer(() -> t.send(parent, seq, out, rank * len, blocks * len, deadline,
-                    "allGather tree gather")));
+                    operation + " tree gather")));
         }
         return gather.then(Mono.defer(() -> broadcast(t, seq, 0, out, deadline, in -> {
             if (in != out) {
@@ -141,8 +142,12 @@ final class Collectives {
         }))).thenReturn(out);
     }
 
-    /** Step k exchanges the 2^k blocks gathered so far with rank XOR 2^k. */
-    private static Mono<Void> recursiveDoubling(Transport t, long seq, byte[] out, int len, long deadline) {
+    /**
+     * Step k exchanges the 2^k blocks gathered so far with rank XOR 2^k. {@code operation} names
+     * the phase in errors: a barrier is this exchange with empty blocks, and must say so.
+     */
+    private static Mono<Void> recursiveDoubling(Transport t, long seq, byte[] out, int len, long deadline,
+                                                String operation) {
         int n = t.size();
         int rank = t.rank();
         Mono<Void> chain = Mono.empty();
@@ -153,7 +158,7 @@ final class Collectives {
                 int myStart = (rank & ~(d - 1)) * len;
                 int theirStart = (partner & ~(d - 1)) * len;
                 int bytes = d * len;
-                String phase = "allGather recursive-doubling step " + Integer.numberOfTrailingZeros(d);
+                String phase = operation + " recursive-doubling step " + Integer.numberOfTrailingZeros(d);
                 return t.send(partner, seq, out, myStart, bytes, deadline, phase)
                         .and(t.recv(partner, seq, deadline, phase)
                                 .doOnNext(in -> place(in, out, theirStart, bytes, rank, partner)));
@@ -166,7 +171,8 @@ final class Collectives {
      * Bruck: after step k a rank holds the blocks of ranks rank .. rank + 2^(k+1) - 1 (mod N), in
      * that order, in a scratch array; at the end the blocks are rotated into rank order.
      */
-    private static Mono<Void> bruck(Transport t, long seq, byte[] local, byte[] out, int len, long deadline) {
+    private static Mono<Void> bruck(Transport t, long seq, byte[] local, byte[] out, int len, long deadline,
+                                    String operation) {
         int n = t.size();
         int rank = t.rank();
         byte[] scratch = new byte[Math.multiplyExact(n, len)];
@@ -178,7 +184,7 @@ final class Collectives {
                 int blocks = Math.min(d, n - d);
                 int to = (rank - d + n) % n;
                 int from = (rank + d) % n;
-                String phase = "allGather bruck step " + Integer.numberOfTrailingZeros(d);
+                String phase = operation + " bruck step " + Integer.numberOfTrailingZeros(d);
                 return t.send(to, seq, scratch, 0, blocks * len, deadline, phase)
                         .and(t.recv(from, seq, deadline, phase)
                                 .doOnNext(in -> place(in, scratch, d * len, blocks * len, rank, from)));

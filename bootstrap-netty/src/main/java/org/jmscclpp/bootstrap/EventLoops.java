@@ -29,6 +29,7 @@ final class EventLoops {
     private static int users;
 
     static final boolean EPOLL = Epoll.isAvailable();
+    private static final long QUIET_MILLIS = 10;
 
     private EventLoops() {
     }
@@ -62,7 +63,12 @@ final class EventLoops {
             }
         }
         if (toStop != null) {
-            toStop.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+            // A quiet period, not 0: a loop closes its channels once when it starts shutting down,
+            // then runs the tasks still queued. With no quiet period it stops right after them, so a
+            // channel one of them registers (a connect or bind racing the last close) stays open
+            // for good. With one, the loop goes round again, closing it, until no task has come
+            // for QUIET_MILLIS (Netty then needs about 100 ms more to notice).
+            toStop.shutdownGracefully(QUIET_MILLIS, 2_000, TimeUnit.MILLISECONDS);
         }
     }
 

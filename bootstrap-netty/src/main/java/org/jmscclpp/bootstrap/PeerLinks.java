@@ -67,6 +67,7 @@ final class PeerLinks {
     private @Nullable JmscclppException failure;
     /** Accepted connections whose preamble is not yet accepted; closed by {@link #closeAll()}. */
     private final Set<Channel> handshaking = new HashSet<>();
+    /** Set by {@link #closeAll()}: a bind or connection that completes later is closed at once. */
     private boolean closed;
 
     PeerLinks(int rank, int size, byte[] secret, int maxFrameBytes, EventLoopGroup group, Events events) {
@@ -110,8 +111,19 @@ final class PeerLinks {
                 });
         sb.bind(address).addListener((ChannelFuture f) -> {
             if (f.isSuccess()) {
+                boolean tooLate;
                 synchronized (this) {
-                    listener = f.channel();
+                    tooLate = closed;
+                    if (!tooLate) {
+                        listener = f.channel();
+                    }
+                }
+                if (tooLate) {
+                    // the bootstrap closed while the bind was in flight (a cancelled initialize)
+                    f.channel().close();
+                    bound.completeExceptionally(JmscclppException.builder(ErrorCode.ABORTED,
+                            "closed while binding the listening socket").rank(rank).phase("listen").build());
+                    return;
                 }
                 bound.complete((InetSocketAddress) f.channel().localAddress());
             } else {
@@ -235,10 +247,10 @@ final class PeerLinks {
         List<Channel> strays;
         Channel l;
         synchronized (this) {
+            closed = true;
             channels = allChannels();
             l = listener;
             listener = null;
-            closed = true;
             strays = new ArrayList<>(handshaking);
             handshaking.clear();
         }
@@ -370,6 +382,11 @@ final class PeerLinks {
         List<CompletableFuture<Channel>> waiters;
         synchronized (this) {
             handshaking.remove(ch);
+            if (closed) {
+                // connected or accepted after closeAll(): nobody would ever close it
+                ch.close();
+                return;
+            }
             Link link = link(peer);
             link.channels.add(ch);
             waiters = new ArrayList<>(link.inboundWaiters);

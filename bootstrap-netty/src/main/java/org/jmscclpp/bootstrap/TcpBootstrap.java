@@ -33,6 +33,7 @@ import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
+import reactor.core.publisher.SignalType;
 
 /**
  * The TCP {@link Bootstrap}: a root gathers every rank's listen address, then ranks talk over
@@ -208,10 +209,17 @@ public final class TcpBootstrap implements Bootstrap {
                     ready(t0, marks, listenAt);
                     return this;
                 });
-        return Mono.fromFuture(init, true)
+        // On cancel the future is cancelled first and the bootstrap closed after (doFinally): the
+        // close fails the steps in flight, and that error must find nobody listening, else
+        // Reactor drops it and logs it as an error.
+        return Mono.fromFuture(init)
                 .onErrorMap(this::unwrap)
-                .doOnError(e -> close())
-                .doOnCancel(this::close);
+                .doOnError(e -> close((JmscclppException) e))
+                .doFinally(signal -> {
+                    if (signal == SignalType.CANCEL) {
+                        close();
+                    }
+                });
     }
 
     private void hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
@@ -263,6 +271,12 @@ public final class TcpBootstrap implements Bootstrap {
     private CompletableFuture<Welcome> checkIn(TcpUniqueId id, InetSocketAddress listening, long deadline) {
         CompletableFuture<Welcome> result = new CompletableFuture<>();
         synchronized (this) {
+            if (state == State.CLOSED) {
+                // closed (a cancelled initialize) before fail() could see this future: connecting
+                // now would open a socket that nothing closes
+                return CompletableFuture.failedFuture(JmscclppException.builder(ErrorCode.ABORTED,
+                        "closed during initialize").rank(rank).phase("root check-in").build());
+            }
             welcome = result;
         }
         attemptCheckIn(id, listening, deadline, result, 5);
@@ -493,10 +507,8 @@ public final class TcpBootstrap implements Bootstrap {
     @Override
     public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) {
         Objects.requireNonNull(data, "data");
-        return collective("broadcast", timeout, (seq, deadline) -> {
-            checkPeer(root, "broadcast", "root");
-            return Collectives.broadcast(transport, seq, root, data, deadline, b -> { });
-        });
+        return collective("broadcast", timeout, () -> checkPeer(root, "broadcast", "root"),
+                (seq, deadline) -> Collectives.broadcast(transport, seq, root, data, deadline, b -> { }));
     }
 
     private interface CollectiveBody<T> {
@@ -504,9 +516,19 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     private <T> Mono<T> collective(String phase, Duration timeout, CollectiveBody<T> body) {
+        return collective(phase, timeout, () -> { }, body);
+    }
+
+    /**
+     * Runs a collective under the next sequence number. {@code checkArguments} runs first: a call
+     * refused with INVALID_USAGE must not use up a number, or this rank's later collectives would
+     * no longer match the other ranks'.
+     */
+    private <T> Mono<T> collective(String phase, Duration timeout, Runnable checkArguments, CollectiveBody<T> body) {
         Objects.requireNonNull(timeout, "timeout");
         return Mono.defer(() -> {
             checkReady(phase);
+            checkArguments.run();
             long seq = collectiveSeq.getAndIncrement();
             long deadline = System.nanoTime() + timeout.toNanos();
             return body.run(seq, deadline).doFinally(s -> mailboxes().forgetChannel(Frame.COLLECTIVE, seq));
@@ -550,6 +572,14 @@ public final class TcpBootstrap implements Bootstrap {
 
     @Override
     public void close() {
+        close(null);
+    }
+
+    /**
+     * Closes; {@code initFailure} is why initialize failed, which the root this rank runs (if
+     * any) passes on to the ranks still waiting for it instead of just dropping them.
+     */
+    private void close(@Nullable JmscclppException initFailure) {
         List<ChannelFuture> closing;
         BootstrapRoot root;
         boolean acquired;
@@ -562,12 +592,16 @@ public final class TcpBootstrap implements Bootstrap {
             root = ownedRoot;
             ownedRoot = null;
         }
+        // The root first: fail() drops this rank's check-in connection, which a root still
+        // collecting would report to the other ranks as this rank having died.
+        if (root != null) {
+            root.close(initFailure == null ? null : JmscclppException.builder(initFailure.code(),
+                    "rank " + rank + ", which runs the root, failed: " + initFailure.detail())
+                    .peer(rank).phase("root check-in").build());
+        }
         fail(JmscclppException.builder(ErrorCode.ABORTED, "rank " + rank + " closed its bootstrap")
                 .rank(rank).phase("close").build(), false);
         closing = links == null ? List.of() : links.closeAll();
-        if (root != null) {
-            root.close();
-        }
         if (!acquired) {
             return;
         }
