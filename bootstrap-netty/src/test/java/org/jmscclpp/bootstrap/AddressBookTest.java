@@ -47,7 +47,7 @@ class AddressBookTest {
                 v4("192.168.1.2", 443),
         };
         long[] hosts = {11, 11, -5, Long.MAX_VALUE, 11};
-        return new AddressBook(hosts, addrs);
+        return AddressBook.of(hosts, addrs);
     }
 
     private static byte[] encode(AddressBook book) {
@@ -95,7 +95,7 @@ class AddressBookTest {
 
     @Test
     void emptyBookRoundTrips() {
-        AddressBook back = read(encode(new AddressBook(new long[0], new InetSocketAddress[0])), 0);
+        AddressBook back = read(encode(AddressBook.of(new long[0], new InetSocketAddress[0])), 0);
         assertNotNull(back);
         assertEquals(0, back.size());
     }

@@ -336,8 +336,13 @@ class InterfaceSelectorTest {
     }
 
     @Test
-    void eachSelectionIsLoggedOnceAtInfo() {
+    void eachDistinctSelectionIsAnnouncedOnceAtInfoThenAtDebug() {
+        // names unique to this test run: announcements are remembered for the whole JVM
+        String tag = Long.toString(System.nanoTime() % 100000);
+        NetIf eth = up("eth" + tag, "192.168.1.5/24");
+        NetIf other = up("en" + tag, "172.16.3.9/24");
         Logger jul = Logger.getLogger(InterfaceSelector.class.getName());
+        java.util.logging.Level before = jul.getLevel();
         List<LogRecord> records = new ArrayList<>();
         Handler h = new Handler() {
             @Override
@@ -353,19 +358,25 @@ class InterfaceSelectorTest {
             public void close() {
             }
         };
+        jul.setLevel(java.util.logging.Level.ALL);
         jul.addHandler(h);
         try {
-            selector(LO, ETH1).select(null);
+            selector(LO, eth).select(null);
             assertEquals(1, records.size());
             assertEquals(Level.INFO, records.getFirst().getLevel());
-            assertTrue(records.getFirst().getMessage().contains("eth1 192.168.1.5/24"), records.getFirst().getMessage());
-            selector(LO, ETH1).selectBySubnet(ip("127.0.0.1"));
+            assertTrue(records.getFirst().getMessage().contains("eth" + tag + " 192.168.1.5/24"),
+                    records.getFirst().getMessage());
+            selector(LO, eth).select(null);
             assertEquals(2, records.size());
-            assertTrue(records.get(1).getMessage().contains("lo 127.0.0.1/8"), records.get(1).getMessage());
+            assertEquals(Level.FINE, records.get(1).getLevel(), "the same choice again is not announced twice");
+            selector(LO, other).select(null);
+            assertEquals(3, records.size());
+            assertEquals(Level.INFO, records.get(2).getLevel(), "a different choice is announced");
             selector(LO).findBySubnet(ip("10.0.0.1"));
-            assertEquals(2, records.size(), "nothing found, nothing logged");
+            assertEquals(3, records.size(), "nothing found, nothing logged");
         } finally {
             jul.removeHandler(h);
+            jul.setLevel(before);
         }
     }
 
