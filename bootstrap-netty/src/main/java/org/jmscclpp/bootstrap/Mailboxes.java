@@ -132,17 +132,9 @@ final class Mailboxes {
             if (message == null) {
                 return;
             }
-            waiter = box.waiters.poll();
-            if (waiter == null) {
-                box.ready.add(message);
-                return;
-            }
-            dropIfEmpty(key, box);
+            waiter = handOver(key, box, message);
         }
-        if (waiter.timer != null) {
-            waiter.timer.cancel(false);
-        }
-        waiter.sink.success(message);
+        succeed(waiter, message);
     }
 
     /** Puts a whole message into the box (a rank sending to itself). */
@@ -152,13 +144,25 @@ final class Mailboxes {
             if (refusal != null) {
                 return;
             }
-            Box box = boxes.computeIfAbsent(key, k -> new Box());
-            waiter = box.waiters.poll();
-            if (waiter == null) {
-                box.ready.add(message);
-                return;
-            }
-            dropIfEmpty(key, box);
+            waiter = handOver(key, boxes.computeIfAbsent(key, k -> new Box()), message);
+        }
+        succeed(waiter, message);
+    }
+
+    /** With the monitor held: gives a complete message to the first waiter, or keeps it. */
+    private @Nullable Waiter handOver(Key key, Box box, byte[] message) {
+        Waiter waiter = box.waiters.poll();
+        if (waiter == null) {
+            box.ready.add(message);
+            return null;
+        }
+        dropIfEmpty(key, box);
+        return waiter;
+    }
+
+    private static void succeed(@Nullable Waiter waiter, byte[] message) {
+        if (waiter == null) {
+            return;
         }
         if (waiter.timer != null) {
             waiter.timer.cancel(false);

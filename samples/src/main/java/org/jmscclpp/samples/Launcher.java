@@ -57,6 +57,9 @@ import org.jspecify.annotations.Nullable;
  */
 public final class Launcher {
 
+    /** One line per log record (time, level, logger, message) instead of java.util.logging's two. */
+    static final String LOG_FORMAT = "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n";
+
     /** Deadline of {@code jmscclpp run} when {@code --timeout} is not given. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(600);
 
@@ -295,6 +298,7 @@ public final class Launcher {
             List<String> command = new ArrayList<>();
             command.add(javaExecutable());
             command.add("--enable-native-access=ALL-UNNAMED");
+            command.add("-Djava.util.logging.SimpleFormatter.format=" + LOG_FORMAT);
             // lines are decoded as UTF-8 below, whatever the locale says
             command.add("-Dstdout.encoding=UTF-8");
             command.add("-Dstderr.encoding=UTF-8");

@@ -1,5 +1,6 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.core.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -130,7 +131,7 @@ class BootstrapBenchTest {
         BootstrapBench.Options o = BootstrapBench.parse(List.of("--iters", "5", "--warmup", "0", "--procs", "2",
                 "--jvm", "", "--no-mpi"));
         assertEquals(new BootstrapBench.Options(5, 0, List.of(2), List.of(), false), o);
-        assertEquals(new BootstrapBench.Options(200, 20, List.of(2, 4, 8, 16), List.of(64, 256, 1024), true),
+        assertEquals(new BootstrapBench.Options(200, 1000, List.of(2, 4, 8, 16), List.of(64, 256, 1024), true),
                 BootstrapBench.parse(List.of()));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--iters")));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--jvm", "8,x")));
@@ -141,7 +142,7 @@ class BootstrapBenchTest {
         for (int n : new int[] {2, 3}) {
             Map<String, Double> values = new HashMap<>();
             Map<String, String> notes = new HashMap<>();
-            BootstrapBench.measureOps(LoopbackBootstrap.group(n), 3, 1, values, notes);
+            BootstrapBench.measureOps(InMemoryBootstrap.group(n), 3, 1, values, notes);
             assertEquals(BenchOp.applicable(n).stream().map(op -> op.key).collect(Collectors.toSet()),
                     values.keySet(), "n=" + n);
             values.forEach((k, v) -> assertTrue(v > 0, k + "=" + v));
@@ -154,7 +155,7 @@ class BootstrapBenchTest {
         Map<String, Double> values = new HashMap<>();
         Map<String, String> notes = new HashMap<>();
         // 256 ranks x 256 x 64 KiB = 4 GiB of allGather results: skipped before any rank is asked
-        BootstrapBench.measureOps(LoopbackBootstrap.group(256), 1, 0, values, notes);
+        BootstrapBench.measureOps(InMemoryBootstrap.group(256), 1, 0, values, notes);
         assertEquals("n/a (needs 4.0 GiB)", notes.get("allgather_64KiB"));
         assertTrue(values.containsKey("allgather_8B") && values.containsKey("barrier"), values.toString());
     }
@@ -163,10 +164,10 @@ class BootstrapBenchTest {
     void everyRankOfSeparateProcessesTimesItsOwnPart() throws Exception {
         int n = 2;
         int iters = 4;
-        List<LoopbackBootstrap> group = LoopbackBootstrap.group(n);
+        List<InMemoryBootstrap> group = InMemoryBootstrap.group(n);
         List<BenchOp> ops = BenchOp.applicable(n);
         List<CompletableFuture<long[]>> results = new ArrayList<>();
-        for (LoopbackBootstrap bs : group) {
+        for (InMemoryBootstrap bs : group) {
             // each rank blocks on its own thread, as each would in its own process
             results.add(CompletableFuture.supplyAsync(
                     () -> BenchRankSample.measure(bs, ops, iters, 2), r -> Thread.ofVirtual().start(r)));
