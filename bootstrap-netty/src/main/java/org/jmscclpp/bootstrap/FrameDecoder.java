@@ -16,6 +16,9 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
     FrameDecoder(int maxPayloadBytes) {
         super(ByteOrder.LITTLE_ENDIAN, Frame.LENGTH_BYTES + Frame.HEADER_BYTES + maxPayloadBytes,
                 0, Frame.LENGTH_BYTES, 0, Frame.LENGTH_BYTES, true);
+        // A large frame arrives in many reads: keep them as components instead of copying each
+        // into one growing buffer; the payload is copied once, into the message, by the mailbox.
+        setCumulator(COMPOSITE_CUMULATOR);
     }
 
     @Override

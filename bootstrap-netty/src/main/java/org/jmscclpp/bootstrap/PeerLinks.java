@@ -98,6 +98,7 @@ final class PeerLinks {
                 .channel(EventLoops.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 16384)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -299,6 +300,7 @@ final class PeerLinks {
                 .group(group)
                 .channel(EventLoops.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override

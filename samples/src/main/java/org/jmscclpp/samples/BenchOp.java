@@ -11,14 +11,14 @@ import reactor.core.publisher.Mono;
  * The keys are shared with the benchmark's {@code BENCH} lines and with {@link MpiBaseline}.
  */
 enum BenchOp {
-    ALLGATHER_8B("allgather_8B", "allGather 8 B µs", false),
-    ALLGATHER_64KIB("allgather_64KiB", "allGather 64 KiB/rank µs", false),
-    BARRIER("barrier", "barrier µs", false),
-    BROADCAST_1MIB("broadcast_1MiB", "broadcast 1 MiB µs", false),
+    ALLGATHER_8B("allgather_8B", "allGather 8 B µs", false, true),
+    ALLGATHER_64KIB("allgather_64KiB", "allGather 64 KiB/rank µs", false, false),
+    BARRIER("barrier", "barrier µs", false, true),
+    BROADCAST_1MIB("broadcast_1MiB", "broadcast 1 MiB µs", false, false),
     /** Rank 0 sends 8 B to rank 1, which sends them back. */
-    SENDRECV_RTT_8B("sendrecv_rtt_8B", "send/recv RTT 8 B µs", true),
+    SENDRECV_RTT_8B("sendrecv_rtt_8B", "send/recv RTT 8 B µs", true, true),
     /** Rank 0 sends 1 MiB to rank 1, which acknowledges with 1 byte; reported as GB/s (1e9 B/s). */
-    SENDRECV_BW_1MIB("sendrecv_bw_1MiB", "send 1 MiB GB/s", true);
+    SENDRECV_BW_1MIB("sendrecv_bw_1MiB", "send 1 MiB GB/s", true, false);
 
     static final int SMALL = 8;
     static final int MEDIUM = 64 << 10;
@@ -37,11 +37,14 @@ enum BenchOp {
     private static final int TAG_ACK = 4;
 
     final String key;
+    /** Small-message ops cost microseconds: they get the full warm-up, the bulk ones a tenth. */
+    final boolean small;
     final String label;
     private final boolean pairOnly;
 
-    BenchOp(String key, String label, boolean pairOnly) {
+    BenchOp(String key, String label, boolean pairOnly, boolean small) {
         this.key = key;
+        this.small = small;
         this.label = label;
         this.pairOnly = pairOnly;
     }
@@ -75,6 +78,15 @@ enum BenchOp {
             case BARRIER, SENDRECV_RTT_8B -> 0;
             case SENDRECV_BW_1MIB -> LARGE;
         };
+    }
+
+    /**
+     * Warm-up iterations of this op: {@code warmup} for small messages, a tenth for bulk ones (their
+     * per-byte work is in the JDK's copy loops, warm after a few hundred iterations, and a 64 KiB
+     * allGather over 16 processes takes milliseconds).
+     */
+    int warmupOf(int warmup) {
+        return small ? warmup : warmup / 10;
     }
 
     static List<BenchOp> applicable(int nRanks) {

@@ -84,18 +84,19 @@ final class BenchRankSample implements Sample {
         for (int o = 0; o < ops.size(); o++) {
             BenchOp op = ops.get(o);
             int base = 1 + o * iters;
-            Mono<Void> loop = Flux.range(0, warmup + iters)
+            int opWarmup = op.warmupOf(warmup);
+            Mono<Void> loop = Flux.range(0, opWarmup + iters)
                     .concatMap(i -> bs.barrier(OP_TIMEOUT).then(Mono.defer(() -> {
                         long t = System.nanoTime();
                         return op.on(bs, OP_TIMEOUT).then(Mono.fromRunnable(() -> {
                             long d = System.nanoTime() - t;
-                            if (i >= warmup) {
-                                times[base + i - warmup] = d;
+                            if (i >= opWarmup) {
+                                times[base + i - opWarmup] = d;
                             }
                         }));
                     })))
                     .then();
-            Duration all = OP_TIMEOUT.multipliedBy(2L * (warmup + iters));
+            Duration all = OP_TIMEOUT.multipliedBy(2L * (opWarmup + iters));
             Blocking.done(loop, all, bs.rank(), op.key);
         }
         return times;

@@ -30,7 +30,7 @@ import reactor.core.publisher.Mono;
  */
 final class BootstrapBench {
 
-    static final String SYNOPSIS = "jmscclpp bench bootstrap [--iters 200] [--warmup 1000] [--procs 2,4,8,16]"
+    static final String SYNOPSIS = "jmscclpp bench bootstrap [--iters 200] [--warmup 20000] [--procs 2,4,8,16]"
             + " [--jvm 64,256,1024] [--no-mpi]";
 
     /** Results larger than this (over all ranks of one iteration) are not attempted in one JVM. */
@@ -70,7 +70,7 @@ final class BootstrapBench {
             Map<String, Double> mpi = null;
             if (o.mpi()) {
                 err.printf("bench: mpi n=%d ...%n", n);
-                mpi = MpiBaseline.measure(n, o.iters(), o.warmup()).orElse(null);
+                mpi = MpiBaseline.measure(n, o.iters(), MPI_WARMUP).orElse(null);
             }
             rows.add(new Row(row.n(), row.mode(), row.values(), row.notes(), mpi, row.error()));
         }
@@ -79,7 +79,8 @@ final class BootstrapBench {
             rows.add(measureInJvm(n, o.iters(), Math.min(o.warmup(), JVM_WARMUP)));
         }
         out.println(machine());
-        out.printf("iterations: %d after %d warm-up (jvm rows: %d, their ranks warm the same code together); "
+        out.printf("iterations: %d after %d warm-up for small messages, a tenth for bulk ones (jvm rows: %d, "
+                + "their ranks warm the same code together; MPI: " + MPI_WARMUP + "); "
                 + "value = median over iterations of the slowest rank's time (jvm: of all ranks' wall time); "
                 + "GB = 1e9 B%n%n", o.iters(), o.warmup(), Math.min(o.warmup(), JVM_WARMUP));
         out.print(table(rows));
@@ -95,7 +96,7 @@ final class BootstrapBench {
 
     static Options parse(List<String> args) {
         int iters = 200;
-        int warmup = 1000;
+        int warmup = 20000;
         List<Integer> procs = List.of(2, 4, 8, 16);
         List<Integer> jvm = List.of(64, 256, 1024);
         boolean mpi = true;
@@ -194,6 +195,9 @@ final class BootstrapBench {
      * ranks moves a GiB per iteration).
      */
     static final int JVM_WARMUP = 10;
+
+    /** Warm-up iterations of the MPI baseline: native code, nothing to compile at run time. */
+    static final int MPI_WARMUP = 100;
 
     static Row measureInJvm(int n, int iters, int warmup) {
         Map<String, Double> values = new LinkedHashMap<>();

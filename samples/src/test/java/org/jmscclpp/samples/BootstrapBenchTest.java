@@ -131,7 +131,7 @@ class BootstrapBenchTest {
         BootstrapBench.Options o = BootstrapBench.parse(List.of("--iters", "5", "--warmup", "0", "--procs", "2",
                 "--jvm", "", "--no-mpi"));
         assertEquals(new BootstrapBench.Options(5, 0, List.of(2), List.of(), false), o);
-        assertEquals(new BootstrapBench.Options(200, 1000, List.of(2, 4, 8, 16), List.of(64, 256, 1024), true),
+        assertEquals(new BootstrapBench.Options(200, 20000, List.of(2, 4, 8, 16), List.of(64, 256, 1024), true),
                 BootstrapBench.parse(List.of()));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--iters")));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--jvm", "8,x")));
