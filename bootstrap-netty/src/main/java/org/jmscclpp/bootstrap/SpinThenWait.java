@@ -11,7 +11,8 @@ import io.netty.util.IntSupplier;
  * kernel's wake-up (tens to hundreds of microseconds on a busy machine) on every message. MPI
  * polls the same way, without a limit; the window bounds what an idle job burns.
  *
- * <p>Window: {@code -Djmscclpp.bootstrap.spinMicros} (default 200; 0 turns spinning off).
+ * <p>Window: {@code -Djmscclpp.bootstrap.spinMicros} (default 200; 0 turns spinning off). While
+ * spinning the thread pauses, or yields its core when the host runs more ranks than cores.
  */
 final class SpinThenWait implements SelectStrategy {
 
@@ -19,7 +20,19 @@ final class SpinThenWait implements SelectStrategy {
 
     static final SelectStrategyFactory FACTORY = SpinThenWait::new;
 
+    /**
+     * Whether this host runs more ranks than it has cores, as Open MPI's yield-when-idle decides:
+     * measured with 2 and 4 processes on 2 cores, yielding while spinning cut a 4-rank allGather
+     * of 8 B from 397 to 79 µs but tripled the 2-rank one (12 to 45 µs).
+     */
+    private static volatile boolean oversubscribed;
+
     private long lastBusyNanos = System.nanoTime();
+
+    /** Set once a bootstrap knows how many ranks share its host. */
+    static void ranksOnThisHost(int ranks) {
+        oversubscribed = ranks > Runtime.getRuntime().availableProcessors();
+    }
 
     @Override
     public int calculateStrategy(IntSupplier selectNow, boolean hasTasks) throws Exception {
@@ -30,7 +43,13 @@ final class SpinThenWait implements SelectStrategy {
             return ready;
         }
         if (now - lastBusyNanos < SPIN_NANOS) {
-            Thread.onSpinWait();
+            if (oversubscribed) {
+                // More ranks than cores on this host (4 processes on 2 cores): the rank this one
+                // waits for may need this very core, so give it up instead of pausing on it.
+                Thread.yield();
+            } else {
+                Thread.onSpinWait();
+            }
             return SelectStrategy.CONTINUE;
         }
         return SelectStrategy.SELECT;

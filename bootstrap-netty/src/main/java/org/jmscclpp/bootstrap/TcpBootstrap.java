@@ -248,6 +248,7 @@ public final class TcpBootstrap implements Bootstrap {
         if (root != null) {
             root.close();
         }
+        SpinThenWait.ranksOnThisHost(nRanksPerNode());
         Level level = rank == 0 ? Level.INFO : Level.DEBUG;
         LOG.log(level, () -> String.format("rank %d of %d: bootstrap ready in %.1f ms (root check-in %.1f ms, "
                         + "address book %.1f ms, ring %.1f ms) on %s, %d ranks on this host",
