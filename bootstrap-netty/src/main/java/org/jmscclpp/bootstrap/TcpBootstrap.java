@@ -85,6 +85,8 @@ public final class TcpBootstrap implements Bootstrap {
     private @Nullable CompletableFuture<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
     private volatile @Nullable AddressBook book;
+    /** Why the last connection attempt to the root failed; null once the root has answered. */
+    private volatile @Nullable String rootUnreachable;
 
     private TcpBootstrap(int rank, int size, BootstrapOptions options) {
         this.rank = rank;
@@ -281,10 +283,14 @@ public final class TcpBootstrap implements Bootstrap {
             welcome = result;
         }
         attemptCheckIn(id, listening, deadline, result, 5);
-        return withDeadline(result, deadline, () -> JmscclppException.builder(ErrorCode.TIMEOUT,
-                        "no welcome from the root at " + id.root() + " within " + options.initTimeout().toMillis()
-                                + " ms: not every rank checked in (or the root is unreachable)")
-                .rank(rank).phase("root check-in").build());
+        return withDeadline(result, deadline, () -> {
+            String unreachable = rootUnreachable;
+            return JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from the root at " + id.root() + " within "
+                            + options.initTimeout().toMillis() + " ms: " + (unreachable == null
+                            ? "not every rank checked in"
+                            : "the root could not be reached (last attempt: " + unreachable + ")"))
+                    .rank(rank).phase("root check-in").build();
+        });
     }
 
     private void attemptCheckIn(TcpUniqueId id, InetSocketAddress listening, long deadline,
@@ -324,6 +330,7 @@ public final class TcpBootstrap implements Bootstrap {
                                 return CompletableFuture.completedFuture("the root serves " + p.receiverOrSize + " ranks");
                             }
                             answered.set(true);
+                            rootUnreachable = null;
                             LOG.log(Level.DEBUG, "rank {0}: checked in with the root at {1}; waiting for the other ranks",
                                     rank, id.root());
                             ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
@@ -334,6 +341,7 @@ public final class TcpBootstrap implements Bootstrap {
                 .connect(id.root());
         connect.addListener((ChannelFuture f) -> {
             if (!f.isSuccess()) {
+                rootUnreachable = String.valueOf(f.cause().getMessage());
                 retry.run();
                 return;
             }
