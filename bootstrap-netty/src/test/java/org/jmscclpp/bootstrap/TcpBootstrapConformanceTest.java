@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -139,6 +140,50 @@ class TcpBootstrapConformanceTest {
     void withId(int n) {
         LocalJob job = job(n, OPTIONS);
         BootstrapChecks.runAll(job.ranks(), STEP);
+    }
+
+    /**
+     * Two jobs of one host, each with its own unique id, initialize at the same time with their
+     * ranks interleaved, then run collectives at the same time: each sees only its own ranks.
+     */
+    @Test
+    void twoJobsWithDifferentIdsNeverCrossTalk() {
+        int n = 4;
+        List<TcpBootstrap> a = new ArrayList<>();
+        List<TcpBootstrap> b = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            a.add(TcpBootstrap.create(r, n, OPTIONS));
+            b.add(TcpBootstrap.create(r, n, OPTIONS));
+        }
+        List<TcpBootstrap> all = new ArrayList<>(a);
+        all.addAll(b);
+        try {
+            UniqueId idA = a.getFirst().createUniqueId();
+            UniqueId idB = b.getFirst().createUniqueId();
+            assertNotEquals(idA, idB);
+            List<Mono<TcpBootstrap>> inits = new ArrayList<>();
+            for (int r = n - 1; r >= 0; r--) {
+                inits.add(a.get(r).initialize(idA));
+                inits.add(b.get(r).initialize(idB));
+            }
+            Mono.when(inits).block(STEP);
+            List<byte[]> gathered = Flux.fromIterable(all)
+                    .flatMapSequential(bs -> bs.allGather(new byte[] {(byte) (a.contains(bs) ? 'A' : 'B'),
+                            (byte) bs.rank()}))
+                    .collectList().block(STEP);
+            for (int i = 0; i < all.size(); i++) {
+                byte job = (byte) (i < n ? 'A' : 'B');
+                byte[] g = gathered.get(i);
+                for (int r = 0; r < n; r++) {
+                    assertEquals(job, g[2 * r], "job " + (char) job + " slot " + r);
+                    assertEquals(r, g[2 * r + 1], "job " + (char) job + " slot " + r);
+                }
+            }
+            // both jobs' conformance checks at once (runAll takes one job)
+            Mono.when(all.stream().map(BootstrapChecks::all).toList()).block(STEP);
+        } finally {
+            all.forEach(TcpBootstrap::close);
+        }
     }
 
     @ParameterizedTest(name = "WithIpPortPair, {0} ranks")
