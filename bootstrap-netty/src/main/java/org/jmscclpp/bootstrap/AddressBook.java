@@ -21,6 +21,7 @@ import org.jspecify.annotations.Nullable;
  *      9     16  IP address (IPv4 in the first 4 bytes)
  *     25      4  IPv6 scope id
  *     29      2  port
+ *     31      2  cores of the rank's host (as the JVM sees them)
  * </pre>
  * The book is the rank count (4 bytes) followed by one entry per rank in rank order. Entries are
  * checked when the book is read and turned into addresses only when a connection needs one (a
@@ -28,7 +29,8 @@ import org.jspecify.annotations.Nullable;
  */
 final class AddressBook {
 
-    static final int ENTRY_BYTES = 31;
+    static final int ENTRY_BYTES = 33;
+    private static final int ADDRESS_BYTES = 23;
 
     private final byte[] entries;
     private final int size;
@@ -41,10 +43,10 @@ final class AddressBook {
     }
 
     /** A book of the given entries (the root's view). */
-    static AddressBook of(long[] hostHashes, InetSocketAddress[] addresses) {
+    static AddressBook of(long[] hostHashes, int[] cores, InetSocketAddress[] addresses) {
         ByteBuf buf = Unpooled.buffer(addresses.length * ENTRY_BYTES);
         for (int r = 0; r < addresses.length; r++) {
-            writeEntry(buf, hostHashes[r], addresses[r]);
+            writeEntry(buf, hostHashes[r], cores[r], addresses[r]);
         }
         return new AddressBook(buf.array(), addresses.length);
     }
@@ -56,7 +58,7 @@ final class AddressBook {
     synchronized InetSocketAddress address(int rank) {
         InetSocketAddress a = decoded[rank];
         if (a == null) {
-            a = readAddress(Unpooled.wrappedBuffer(entries, rank * ENTRY_BYTES + 8, ENTRY_BYTES - 8));
+            a = readAddress(Unpooled.wrappedBuffer(entries, rank * ENTRY_BYTES + 8, ADDRESS_BYTES));
             decoded[rank] = a;
         }
         return a;
@@ -75,6 +77,26 @@ final class AddressBook {
             }
         }
         return n;
+    }
+
+    /**
+     * Whether some host of the job runs more ranks than it has cores. Every rank computes it from
+     * the same book, so every rank makes the same choice of algorithm from it.
+     */
+    boolean crowded() {
+        java.util.Map<Long, int[]> hosts = new java.util.HashMap<>();
+        ByteBuf all = Unpooled.wrappedBuffer(entries);
+        for (int r = 0; r < size; r++) {
+            int[] ranksAndCores = hosts.computeIfAbsent(all.getLongLE(r * ENTRY_BYTES), h -> new int[2]);
+            ranksAndCores[0]++;
+            ranksAndCores[1] = Math.max(ranksAndCores[1], all.getUnsignedShortLE(r * ENTRY_BYTES + 8 + ADDRESS_BYTES));
+        }
+        for (int[] h : hosts.values()) {
+            if (h[0] > h[1]) {
+                return true;
+            }
+        }
+        return false;
     }
 
     void writeTo(ByteBuf out) {
@@ -102,13 +124,14 @@ final class AddressBook {
         return new AddressBook(entries, expectedSize);
     }
 
-    static void writeEntry(ByteBuf out, long hostHash, InetSocketAddress address) {
+    static void writeEntry(ByteBuf out, long hostHash, int cores, InetSocketAddress address) {
         InetAddress ip = address.getAddress();
         out.writeLongLE(hostHash);
         out.writeByte(ip instanceof Inet6Address ? 6 : 4);
         out.writeBytes(Arrays.copyOf(ip.getAddress(), 16));
         out.writeIntLE(ip instanceof Inet6Address v6 ? v6.getScopeId() : 0);
         out.writeShortLE(address.getPort());
+        out.writeShortLE(Math.min(cores, 0xFFFF));
     }
 
     /** Reads family, address, scope and port; null when malformed. */

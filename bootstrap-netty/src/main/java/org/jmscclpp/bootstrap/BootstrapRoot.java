@@ -60,6 +60,7 @@ final class BootstrapRoot implements AutoCloseable {
     private final long startNanos = System.nanoTime();
     private final Channel[] checkedIn;
     private final long[] hostHashes;
+    private final int[] cores;
     private final InetSocketAddress[] addresses;
     private int count;
     private State state = State.COLLECTING;
@@ -72,6 +73,7 @@ final class BootstrapRoot implements AutoCloseable {
         this.listener = listener;
         this.checkedIn = new Channel[expectedSize];
         this.hostHashes = new long[expectedSize];
+        this.cores = new int[expectedSize];
         this.addresses = new InetSocketAddress[expectedSize];
         this.deadline = group.next().schedule(this::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
@@ -253,6 +255,7 @@ final class BootstrapRoot implements AutoCloseable {
         int size = in.readIntLE();
         long hostHash = in.readLongLE();
         InetSocketAddress address = AddressBook.readAddress(in);
+        int cores = in.readUnsignedShortLE();
         JmscclppException refused = null;
         JmscclppException jobFailure = null;
         boolean wired = false;
@@ -277,6 +280,7 @@ final class BootstrapRoot implements AutoCloseable {
                     } else {
                         checkedIn[rank] = ch;
                         hostHashes[rank] = hostHash;
+                        this.cores[rank] = cores;
                         addresses[rank] = address;
                         count++;
                         wired = count == expectedSize;
@@ -304,7 +308,7 @@ final class BootstrapRoot implements AutoCloseable {
         deadline.cancel(false);
         byte[] session = new byte[Preamble.SESSION_BYTES];
         RANDOM.nextBytes(session);
-        AddressBook book = AddressBook.of(hostHashes.clone(), addresses.clone());
+        AddressBook book = AddressBook.of(hostHashes.clone(), cores.clone(), addresses.clone());
         for (int r = 0; r < expectedSize; r++) {
             Channel ch = checkedIn[r];
             ByteBuf welcome = Unpooled.buffer(21 + (r == 0 ? 4 + expectedSize * AddressBook.ENTRY_BYTES : 0));

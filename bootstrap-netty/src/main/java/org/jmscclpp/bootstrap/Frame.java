@@ -16,7 +16,8 @@ import io.netty.util.ReferenceCounted;
  *      5      1  flags: bit 0 = LAST (final frame of a message)
  *      6      2  reserved, 0
  *      8      8  channel: the tag (user messages), the collective's sequence number
- *                (collective messages), an error code (errors); 0 otherwise
+ *                (collective messages), an error code (errors), how many connections the
+ *                sender has with the receiver (goodbye); 0 otherwise
  *     16      n  payload
  * </pre>
  */
@@ -35,7 +36,10 @@ record Frame(byte kind, byte flags, long channel, ByteBuf payload) implements Re
     static final byte WELCOME = 4;
     /** An error for the receiver: channel = ErrorCode ordinal; payload = {@link Failure} bytes. */
     static final byte FAILURE = 5;
-    /** The sender is closing its bootstrap normally; no more frames follow. */
+    /**
+     * The sender is closing its bootstrap normally; no more frames follow on this connection.
+     * Channel = the sender's number of connections with the receiver, each of which carries one.
+     */
     static final byte GOODBYE = 6;
 
     static final byte LAST = 1;

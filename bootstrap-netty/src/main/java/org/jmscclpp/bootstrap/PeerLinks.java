@@ -244,12 +244,18 @@ final class PeerLinks {
      * futures so the caller can wait for them where it may block.
      */
     List<ChannelFuture> closeAll() {
-        List<Channel> channels;
+        java.util.Map<Channel, Integer> channels = new java.util.LinkedHashMap<>();
         List<Channel> strays;
         Channel l;
         synchronized (this) {
             closed = true;
-            channels = allChannels();
+            for (Link link : links) {
+                if (link != null) {
+                    for (Channel ch : link.channels) {
+                        channels.put(ch, link.channels.size());
+                    }
+                }
+            }
             l = listener;
             listener = null;
             strays = new ArrayList<>(handshaking);
@@ -262,18 +268,21 @@ final class PeerLinks {
         for (Channel ch : strays) {
             closing.add(ch.close());
         }
-        for (Channel ch : channels) {
+        channels.forEach((ch, connectionsWithPeer) -> {
             if (ch.isActive()) {
-                ChannelFuture closed = ch.closeFuture();
+                ChannelFuture closedFuture = ch.closeFuture();
+                // the goodbye says how many connections this rank has with the peer: the peer
+                // counts goodbyes, since one may overtake messages on the other
                 ch.eventLoop().execute(() -> {
-                    FrameDecoder.write(ch, Frame.GOODBYE, Frame.LAST, 0, Unpooled.EMPTY_BUFFER, ch.newPromise());
+                    FrameDecoder.write(ch, Frame.GOODBYE, Frame.LAST, connectionsWithPeer, Unpooled.EMPTY_BUFFER,
+                            ch.newPromise());
                     ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
                 });
-                closing.add(closed);
+                closing.add(closedFuture);
             } else {
                 closing.add(ch.close());
             }
-        }
+        });
         return closing;
     }
 

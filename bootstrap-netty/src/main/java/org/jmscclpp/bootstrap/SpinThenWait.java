@@ -29,9 +29,9 @@ final class SpinThenWait implements SelectStrategy {
 
     private long lastBusyNanos = System.nanoTime();
 
-    /** Set once a bootstrap knows how many ranks share its host. */
-    static void ranksOnThisHost(int ranks) {
-        oversubscribed = ranks > Runtime.getRuntime().availableProcessors();
+    /** Set once a bootstrap knows whether its host runs more ranks than cores. */
+    static void crowded(boolean crowded) {
+        oversubscribed = crowded;
     }
 
     @Override

@@ -85,6 +85,11 @@ public final class TcpBootstrap implements Bootstrap {
     private @Nullable CompletableFuture<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
     private volatile @Nullable AddressBook book;
+    /**
+     * Whether some host of the job runs more ranks than it has cores (set when ready, the same on
+     * every rank): then each message costs a context switch, and collectives prefer fewer messages.
+     */
+    private volatile boolean crowded;
     /** Why the last connection attempt to the root failed; null once the root has answered. */
     private volatile @Nullable String rootUnreachable;
 
@@ -250,7 +255,9 @@ public final class TcpBootstrap implements Bootstrap {
         if (root != null) {
             root.close();
         }
-        SpinThenWait.ranksOnThisHost(nRanksPerNode());
+        AddressBook b = Objects.requireNonNull(book, "book");
+        crowded = b.crowded();
+        SpinThenWait.crowded(b.ranksOnHostOf(rank) > Runtime.getRuntime().availableProcessors());
         Level level = rank == 0 ? Level.INFO : Level.DEBUG;
         LOG.log(level, () -> String.format("rank %d of %d: bootstrap ready in %.1f ms (root check-in %.1f ms, "
                         + "address book %.1f ms, ring %.1f ms) on %s, %d ranks on this host",
@@ -364,7 +371,7 @@ public final class TcpBootstrap implements Bootstrap {
             ByteBuf body = ch.alloc().buffer(8 + AddressBook.ENTRY_BYTES);
             body.writeIntLE(rank);
             body.writeIntLE(size);
-            AddressBook.writeEntry(body, HostIdentity.hostHash(), listening);
+            AddressBook.writeEntry(body, HostIdentity.hostHash(), Runtime.getRuntime().availableProcessors(), listening);
             ch.write(out);
             FrameDecoder.write(ch, Frame.CHECK_IN, Frame.LAST, 0, body, ch.newPromise());
             ch.flush();
@@ -700,6 +707,11 @@ public final class TcpBootstrap implements Bootstrap {
         }
 
         @Override
+        public boolean crowded() {
+            return crowded;
+        }
+
+        @Override
         public int size() {
             return size;
         }
@@ -728,7 +740,8 @@ public final class TcpBootstrap implements Bootstrap {
                     case Frame.USER, Frame.COLLECTIVE -> mailboxes().deliver(
                             new Mailboxes.Key(peer, frame.kind(), frame.channel()), frame.payload(), frame.last());
                     case Frame.GOODBYE -> {
-                        departed(peer);
+                        channel.attr(SAID_GOODBYE).set(Boolean.TRUE);
+                        goodbye(peer, frame.channel());
                     }
                     case Frame.FAILURE -> fail(Failure.decode(frame.channel(), frame.payload()), true);
                     default -> {
@@ -745,6 +758,9 @@ public final class TcpBootstrap implements Bootstrap {
         @Override
         public void onClosed(int peer, Channel channel) {
             links().closed(peer, channel);
+            if (Boolean.TRUE.equals(channel.attr(SAID_GOODBYE).get())) {
+                return;
+            }
             synchronized (TcpBootstrap.this) {
                 if (state == State.CLOSED || departedPeers.contains(peer)) {
                     return;
@@ -757,6 +773,28 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     private final java.util.Set<Integer> departedPeers = new java.util.HashSet<>();
+
+    /** Set on a connection whose peer sent its goodbye: no frame follows on it. */
+    private static final io.netty.util.AttributeKey<Boolean> SAID_GOODBYE =
+            io.netty.util.AttributeKey.valueOf("jmscclpp.saidGoodbye");
+
+    /** Goodbyes received per peer. */
+    private final java.util.Map<Integer, Integer> goodbyes = new java.util.HashMap<>();
+
+    /**
+     * A peer has left once a goodbye came on every connection it had with this rank (the goodbye
+     * says how many): a pair may share two connections, and a goodbye on one can overtake
+     * messages, or even the connection itself, still travelling on the other.
+     */
+    private void goodbye(int peer, long connectionsWithPeer) {
+        synchronized (this) {
+            int seen = goodbyes.merge(peer, 1, Integer::sum);
+            if (seen < connectionsWithPeer) {
+                return;
+            }
+        }
+        departed(peer);
+    }
 
     private void departed(int peer) {
         synchronized (this) {

@@ -2,6 +2,8 @@ package org.jmscclpp.bootstrap;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -47,7 +49,7 @@ class AddressBookTest {
                 v4("192.168.1.2", 443),
         };
         long[] hosts = {11, 11, -5, Long.MAX_VALUE, 11};
-        return AddressBook.of(hosts, addrs);
+        return AddressBook.of(hosts, new int[addrs.length], addrs);
     }
 
     private static byte[] encode(AddressBook book) {
@@ -95,7 +97,7 @@ class AddressBookTest {
 
     @Test
     void emptyBookRoundTrips() {
-        AddressBook back = read(encode(AddressBook.of(new long[0], new InetSocketAddress[0])), 0);
+        AddressBook back = read(encode(AddressBook.of(new long[0], new int[0], new InetSocketAddress[0])), 0);
         assertNotNull(back);
         assertEquals(0, back.size());
     }
@@ -149,13 +151,26 @@ class AddressBookTest {
         InetSocketAddress a = v6(InetAddress.getByName("fd00::1234").getAddress(), 0, 1);
         ByteBuf buf = Unpooled.buffer();
         try {
-            AddressBook.writeEntry(buf, 99, a);
+            AddressBook.writeEntry(buf, 99, 8, a);
             assertEquals(AddressBook.ENTRY_BYTES, buf.readableBytes());
             assertEquals(99, buf.readLongLE());
             assertEquals(a, AddressBook.readAddress(buf));
+            assertEquals(8, buf.readUnsignedShortLE(), "cores");
             assertEquals(0, buf.readableBytes());
         } finally {
             buf.release();
         }
+    }
+
+    @Test
+    void crowdedWhenSomeHostRunsMoreRanksThanCores() {
+        InetSocketAddress a = new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 1000);
+        InetSocketAddress[] four = {a, a, a, a};
+        // two hosts of 2 ranks, 2 cores each: not crowded
+        assertFalse(AddressBook.of(new long[] {1, 1, 2, 2}, new int[] {2, 2, 2, 2}, four).crowded());
+        // host 2 runs 3 ranks on 2 cores
+        assertTrue(AddressBook.of(new long[] {1, 2, 2, 2}, new int[] {4, 2, 2, 2}, four).crowded());
+        // 4 ranks on one 64-core host: not crowded
+        assertFalse(AddressBook.of(new long[] {7, 7, 7, 7}, new int[] {64, 64, 64, 64}, four).crowded());
     }
 }

@@ -427,8 +427,9 @@ class BadInputTest {
         byte[] payload = WireBytes.checkInPayload(rank, size, 7,
                 new InetSocketAddress(InetAddress.getLoopbackAddress(), 9));
         if (bad.equals("port=0")) {
-            payload[payload.length - 2] = 0;
-            payload[payload.length - 1] = 0;
+            // the port is the entry's last field but the core count
+            payload[payload.length - 4] = 0;
+            payload[payload.length - 3] = 0;
         }
         Socket s = connect(job.wire.root());
         s.getOutputStream().write(WireBytes.concat(WireBytes.rootPreamble(job.wire.secret(), rank, size),

@@ -58,7 +58,7 @@ class MultiProcessBootstrapTest {
     }
 
     /**
-     * Ranks 0, 1 and 3 start; rank 3 dies right after checking in with the root; then rank 2
+     * Ranks 0, 1 and 3 start; once all three checked in with the root, rank 3 dies; then rank 2
      * starts. Every survivor fails within its init deadline (plus 10%) with REMOTE_ERROR or TIMEOUT.
      * Ranks 0 and 1 were checked in when rank 3 died: the root tells them at once, naming rank 3.
      * Rank 2 comes too late to be told: the root lives in rank 0's process, which failed and
@@ -74,7 +74,12 @@ class MultiProcessBootstrapTest {
             job.start(r, args(r, 4, "mode=address", "address=" + address, "scenario=checks",
                     "init-timeout-ms=" + initTimeoutMs), Map.of());
         }
-        job.awaitLine(3, s -> s.contains("rank 3: checked in with the root"), START);
+        // every rank started so far must have checked in: a rank still starting when rank 3 dies
+        // would find no root and only time out, like the late rank 2
+        for (int r : new int[] {0, 1, 3}) {
+            int rank = r;
+            job.awaitLine(r, s -> s.contains("rank " + rank + ": checked in with the root"), START);
+        }
         job.kill(3);
         assertNotEquals(0, job.waitFor(3, Duration.ofSeconds(10)), "rank 3 was killed");
         job.start(2, args(2, 4, "mode=address", "address=" + address, "scenario=checks",

@@ -220,20 +220,24 @@ class TcpBootstrapConformanceTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} ranks, {1} bytes each: {2}")
-    @CsvSource({"4, 1, recursive-doubling", "8, 5000, recursive-doubling", "3, 1, bruck", "5, 5000, bruck"})
-    void allGatherTakesTheExpectedAlgorithm(int n, int len, String algorithm) {
+    @ParameterizedTest(name = "{0} ranks, {1} bytes each, crowded host {2}: {3}")
+    @CsvSource({"4, 1, false, recursive-doubling", "8, 5000, false, recursive-doubling", "3, 1, false, bruck",
+            "5, 5000, false, bruck", "4, 1, true, tree", "5, 5000, true, tree", "3, 1, true, bruck",
+            "8, 40000, true, recursive-doubling"})
+    void allGatherTakesTheExpectedAlgorithm(int n, int len, boolean crowded, String algorithm) {
         LocalJob job = job(n, SMALL_FRAMES);
         List<RecordingTransport> transports = new ArrayList<>();
         for (TcpBootstrap b : job.ranks()) {
-            transports.add(new RecordingTransport(b));
+            transports.add(new RecordingTransport(b, crowded));
         }
         runCollectivesAllGather(job, transports, len);
         for (RecordingTransport t : transports) {
             assertFalse(t.phases.isEmpty());
             for (String phase : t.phases) {
-                assertTrue(phase.startsWith("allGather " + algorithm + " step "),
-                        "rank " + t.bootstrap.rank() + " ran phase '" + phase + "', expected " + algorithm);
+                boolean expected = algorithm.equals("tree")
+                        ? phase.equals("allGather tree gather") || phase.equals("broadcast from rank 0")
+                        : phase.startsWith("allGather " + algorithm + " step ");
+                assertTrue(expected, "rank " + t.bootstrap.rank() + " ran phase '" + phase + "', expected " + algorithm);
             }
         }
     }
@@ -844,10 +848,21 @@ class TcpBootstrapConformanceTest {
      */
     private static final class RecordingTransport implements Collectives.Transport {
         final TcpBootstrap bootstrap;
+        final boolean crowded;
         final Set<String> phases = ConcurrentHashMap.newKeySet();
 
         RecordingTransport(TcpBootstrap bootstrap) {
+            this(bootstrap, false);
+        }
+
+        RecordingTransport(TcpBootstrap bootstrap, boolean crowded) {
             this.bootstrap = bootstrap;
+            this.crowded = crowded;
+        }
+
+        @Override
+        public boolean crowded() {
+            return crowded;
         }
 
         @Override

@@ -63,7 +63,7 @@ final class WireBytes {
         try {
             buf.writeIntLE(rank);
             buf.writeIntLE(size);
-            AddressBook.writeEntry(buf, hostHash, listening);
+            AddressBook.writeEntry(buf, hostHash, 1, listening);
             return bytes(buf);
         } finally {
             buf.release();
