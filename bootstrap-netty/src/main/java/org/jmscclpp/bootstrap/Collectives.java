@@ -31,11 +31,12 @@ final class Collectives {
      * message costs a context switch, and fewer messages beat fewer steps (measured with 4, 8 and 16
      * processes on 2 cores: the 4-rank allGather of 8 B fell from 71 to 45 µs, the 16-rank one
      * from 1756 to 895 µs, the 8-rank barrier from 322 to 116 µs). Up to {@link #CROWDED_TREE_MAX_BYTES}
-     * of output; above, the 8-rank 64 KiB allGather was faster pairwise (1703 against 2654 µs).
+     * of output; above, pairwise was faster (64 KiB per rank: 1703 against 2654 µs with 8 ranks,
+     * 269 against 484 µs with 4).
      */
     static final int CROWDED_TREE_MIN_RANKS = 4;
 
-    static final int CROWDED_TREE_MAX_BYTES = 256 << 10;
+    static final int CROWDED_TREE_MAX_BYTES = 64 << 10;
 
     /** Point-to-point messages of one collective. */
     interface Transport {
