@@ -909,6 +909,12 @@ public final class TcpBootstrap implements Bootstrap {
         return Objects.requireNonNull(links, "links");
     }
 
+    /** Mailboxes still holding messages or waiting receives (tests check that operations leave none). */
+    int mailboxCount() {
+        Mailboxes m = mailboxes;
+        return m == null ? 0 : m.boxCount();
+    }
+
     /** Bootstraps and roots currently holding the shared event loops in this JVM (for leak checks in tests). */
     static int eventLoopUsers() {
         return EventLoops.users();

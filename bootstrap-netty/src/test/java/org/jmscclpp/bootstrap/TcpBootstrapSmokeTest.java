@@ -54,6 +54,7 @@ class TcpBootstrapSmokeTest {
             }
             for (TcpBootstrap b : ranks) {
                 assertEquals(n, b.nRanksPerNode());
+                assertEquals(0, b.mailboxCount(), "rank " + b.rank() + ": every message was consumed");
             }
         } finally {
             ranks.forEach(TcpBootstrap::close);
