@@ -5,7 +5,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -319,10 +318,7 @@ final class BootstrapRoot implements AutoCloseable {
                 book.writeTo(welcome);
             }
             // The rank closes its end once welcomed; closing here too bounds the root's lifetime.
-            ch.eventLoop().execute(() -> {
-                FrameDecoder.write(ch, Frame.WELCOME, Frame.LAST, 0, welcome, ch.newPromise());
-                ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
-            });
+            FrameDecoder.writeLastAndClose(ch, Frame.WELCOME, 0, welcome);
         }
         LOG.log(Level.DEBUG, "bootstrap root: {0} ranks checked in within {1} ms", expectedSize,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
@@ -397,10 +393,7 @@ final class BootstrapRoot implements AutoCloseable {
         if (!ch.isActive()) {
             return;
         }
-        ch.eventLoop().execute(() -> {
-            FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e), ch.newPromise());
-            ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
-        });
+        FrameDecoder.writeLastAndClose(ch, Frame.FAILURE, e.code().ordinal(), Failure.encode(e));
     }
 
     private static JmscclppException invalid(int rank, String detail) {

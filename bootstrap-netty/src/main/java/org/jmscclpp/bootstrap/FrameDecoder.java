@@ -42,6 +42,18 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
         }
     }
 
+    /**
+     * Sends one last frame on {@code ch} from its event loop, then closes it once the frame is
+     * written (a welcome, a failure report, a goodbye).
+     */
+    static void writeLastAndClose(io.netty.channel.Channel ch, byte kind, long channel, ByteBuf payload) {
+        ch.eventLoop().execute(() -> {
+            write(ch, kind, Frame.LAST, channel, payload, ch.newPromise());
+            ch.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER)
+                    .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+        });
+    }
+
     /** Writes one frame (header, then payload without copying it); the caller flushes. */
     static void write(io.netty.channel.Channel ch, byte kind, byte flags, long channel, ByteBuf payload,
                       io.netty.channel.ChannelPromise promise) {

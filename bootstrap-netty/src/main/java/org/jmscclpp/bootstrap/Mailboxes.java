@@ -189,6 +189,11 @@ final class Mailboxes {
         }
     }
 
+    /** Whether {@code peer} closed its bootstrap normally. */
+    synchronized boolean hasDeparted(int peer) {
+        return departed.contains(peer);
+    }
+
     /** Fails every waiting receive and every later one with the error {@code refusal} builds. */
     void failAll(Function<Context, JmscclppException> refusal) {
         List<Waiter> failed = new ArrayList<>();

@@ -4,7 +4,6 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -273,11 +272,7 @@ final class PeerLinks {
                 ChannelFuture closedFuture = ch.closeFuture();
                 // the goodbye says how many connections this rank has with the peer: the peer
                 // counts goodbyes, since one may overtake messages on the other
-                ch.eventLoop().execute(() -> {
-                    FrameDecoder.write(ch, Frame.GOODBYE, Frame.LAST, connectionsWithPeer, Unpooled.EMPTY_BUFFER,
-                            ch.newPromise());
-                    ch.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
-                });
+                FrameDecoder.writeLastAndClose(ch, Frame.GOODBYE, connectionsWithPeer, Unpooled.EMPTY_BUFFER);
                 closing.add(closedFuture);
             } else {
                 closing.add(ch.close());

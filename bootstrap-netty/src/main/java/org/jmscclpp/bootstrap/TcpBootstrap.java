@@ -762,7 +762,7 @@ public final class TcpBootstrap implements Bootstrap {
                 return;
             }
             synchronized (TcpBootstrap.this) {
-                if (state == State.CLOSED || departedPeers.contains(peer)) {
+                if (state == State.CLOSED || mailboxes().hasDeparted(peer)) {
                     return;
                 }
             }
@@ -771,8 +771,6 @@ public final class TcpBootstrap implements Bootstrap {
                     .rank(rank).peer(peer).phase("connection").build(), true);
         }
     }
-
-    private final java.util.Set<Integer> departedPeers = new java.util.HashSet<>();
 
     /** Set on a connection whose peer sent its goodbye: no frame follows on it. */
     private static final io.netty.util.AttributeKey<Boolean> SAID_GOODBYE =
@@ -793,15 +791,9 @@ public final class TcpBootstrap implements Bootstrap {
                 return;
             }
         }
-        departed(peer);
-    }
-
-    private void departed(int peer) {
-        synchronized (this) {
-            departedPeers.add(peer);
-        }
         mailboxes().peerDeparted(peer);
     }
+
 
     /**
      * Fails the job on this rank: every pending and later operation errors with {@code e} (seen
@@ -809,14 +801,12 @@ public final class TcpBootstrap implements Bootstrap {
      * news reaches every rank still connected.
      */
     private void fail(JmscclppException e, boolean relay) {
+        CompletableFuture<Welcome> w;
         synchronized (this) {
             if (failure != null) {
                 return;
             }
             failure = e;
-        }
-        CompletableFuture<Welcome> w;
-        synchronized (this) {
             w = welcome;
         }
         if (w != null) {
