@@ -1,0 +1,56 @@
+package org.jmscclpp.core;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.ServiceLoader;
+
+/**
+ * Finds the backends on the class path ({@link BackendProvider} services) and opens one: the best
+ * available ({@code cuda} where libcuda loads, else {@code host}) or one by name.
+ */
+public final class Backends {
+
+    private Backends() {
+    }
+
+    /** Every provider on the class path, highest priority first, available or not. */
+    public static List<BackendProvider> providers() {
+        List<BackendProvider> all = new ArrayList<>();
+        ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(all::add);
+        all.sort(Comparator.comparingInt(BackendProvider::priority).reversed().thenComparing(BackendProvider::name));
+        return all;
+    }
+
+    /** Opens the available backend of highest priority. */
+    public static Backend best() {
+        List<String> reasons = new ArrayList<>();
+        for (BackendProvider p : providers()) {
+            var reason = p.unavailableReason();
+            if (reason.isEmpty()) {
+                return p.open();
+            }
+            reasons.add(p.name() + ": " + reason.get());
+        }
+        throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "no backend can run here " + reasons)
+                .phase("backend").build();
+    }
+
+    /** Opens the backend called {@code name}; an unknown or unavailable one is an error saying why. */
+    public static Backend named(String name) {
+        List<String> known = new ArrayList<>();
+        for (BackendProvider p : providers()) {
+            if (p.name().equals(name)) {
+                var reason = p.unavailableReason();
+                if (reason.isPresent()) {
+                    throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "backend " + name + " cannot run here: "
+                            + reason.get()).phase("backend").build();
+                }
+                return p.open();
+            }
+            known.add(p.name());
+        }
+        throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no backend called " + name + " (known: " + known + ")")
+                .phase("backend").build();
+    }
+}

@@ -1,0 +1,634 @@
+package org.jmscclpp.core;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.IntFunction;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * The second half of setting up a job, after the {@link Bootstrap}: registering memory, connecting
+ * ranks, exchanging memories and building semaphores, over a {@link Backend}. MSCCL++'s
+ * {@code Communicator}, with every step a {@link Mono}.
+ *
+ * <h2>Two ways to set up</h2>
+ * <ul>
+ *   <li><b>Queued</b>, as MSCCL++'s seed-era API: {@link #connectOnSetup}, {@link #sendMemoryOnSetup}
+ *       and {@link #recvMemoryOnSetup} queue a step and return a Mono that completes when
+ *       {@link #setup()} has run it. {@code setup()} runs every queued step's sends first, then
+ *       every step's receives, each in call order.</li>
+ *   <li><b>Immediate</b>: {@link #connect}, {@link #sendMemory}, {@link #recvMemory} and
+ *       {@link #buildSemaphore} run their step when subscribed.</li>
+ * </ul>
+ * Both share one implementation, and both keep MSCCL++'s matching rule: the i-th sending call
+ * ({@code connect}, {@code sendMemory}, {@code buildSemaphore}) to (peer, tag) matches the i-th
+ * receiving call on the peer for (this rank, tag), whatever the order of subscription: calls on one
+ * (peer, tag) run in call order, and subscribing to a later one first runs the earlier ones it
+ * depends on. Each returned Mono runs its step once and replays the outcome to later subscribers.
+ * {@link #mesh} builds a whole mesh (connections, memories, semaphores with every peer) as one Mono.
+ *
+ * <p>Communicator tags are in [0, 2^24) and travel on bootstrap tags of their own
+ * ({@code 0x4A000000 | tag}), so they never mix with the application's bootstrap messages. Each
+ * message carries its kind; a receiving call that meets a different kind (a connection endpoint
+ * where a memory was expected) fails with {@link ErrorCode#INVALID_USAGE} naming peer and tag.
+ * Deadlines default to the bootstrap's; a step that passes its deadline fails with
+ * {@link ErrorCode#TIMEOUT} naming peer, tag and phase, and a peer that dies with
+ * {@link ErrorCode#REMOTE_ERROR}.
+ *
+ * <p>The communicator owns what it made (connections, peers' memories mapped here, semaphores) and
+ * releases it on {@link #close()}, in reverse order. The bootstrap and the backend belong to the
+ * caller.
+ */
+public final class Communicator implements AutoCloseable {
+
+    /** Largest communicator tag. */
+    public static final int MAX_TAG = (1 << 24) - 1;
+    private static final int TAG_SPACE = 0x4A000000;
+
+    private static final byte KIND_ENDPOINT = 1;
+    private static final byte KIND_MEMORY = 2;
+    private static final byte KIND_SEMAPHORE = 3;
+
+    private final Bootstrap bootstrap;
+    private final Backend backend;
+    private final Object lock = new Object();
+    private final List<Step<?>> queued = new ArrayList<>();
+    private final Map<Long, Mono<?>> lastSend = new HashMap<>();
+    private final Map<Long, Mono<?>> lastReceive = new HashMap<>();
+    private final Deque<AutoCloseable> owned = new ArrayDeque<>();
+    private boolean closed;
+
+    private Communicator(Bootstrap bootstrap, Backend backend) {
+        this.bootstrap = bootstrap;
+        this.backend = backend;
+    }
+
+    /** A communicator for the ranks of {@code bootstrap}, moving memory of {@code backend}. */
+    public static Communicator create(Bootstrap bootstrap, Backend backend) {
+        return new Communicator(bootstrap, backend);
+    }
+
+    public Bootstrap bootstrap() {
+        return bootstrap;
+    }
+
+    public Backend backend() {
+        return backend;
+    }
+
+    public int rank() {
+        return bootstrap.rank();
+    }
+
+    public int size() {
+        return bootstrap.size();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // memory
+
+    /**
+     * Registers {@code buffer} for the given transports. For each IPC transport ({@code HOST_IPC},
+     * {@code CUDA_IPC}) the backend exports a handle that peers of this host map; the backend must
+     * support it, else {@link ErrorCode#INVALID_USAGE}. With no transport the memory is only usable
+     * by ranks of this process. The returned memory is the caller's (closing it ends the
+     * registration, not the buffer).
+     */
+    public RegisteredMemory registerMemory(DeviceBuffer buffer, TransportFlags transports) {
+        Map<Transport, byte[]> handles = new EnumMap<>(Transport.class);
+        for (Transport t : transports.toSet()) {
+            if (t == Transport.CUDA_IPC || t == Transport.HOST_IPC) {
+                if (!backend.ipcTransports().has(t)) {
+                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + backend.name()
+                            + " backend cannot share memory over " + t + " (it offers " + backend.ipcTransports() + ")")
+                            .rank(rank()).phase("registerMemory").build();
+                }
+                handles.put(t, backend.exportMemory(buffer, t));
+            }
+        }
+        return RegisteredMemory.local(buffer, transports, handles);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // queued steps
+
+    /** Queues a connection to {@code remoteRank} on {@code tag}; the Mono completes when {@link #setup()} ran it. */
+    public Mono<Connection> connectOnSetup(int remoteRank, int tag, EndpointConfig config) {
+        return enqueue(new ConnectStep(remoteRank, tag, config));
+    }
+
+    /** Queues sending {@code memory} to {@code remoteRank} on {@code tag}; completes when {@link #setup()} sent it. */
+    public Mono<Void> sendMemoryOnSetup(RegisteredMemory memory, int remoteRank, int tag) {
+        return enqueue(new SendMemoryStep(remoteRank, tag, memory));
+    }
+
+    /** Queues receiving a memory from {@code remoteRank} on {@code tag}; emits it when {@link #setup()} received it. */
+    public Mono<RegisteredMemory> recvMemoryOnSetup(int remoteRank, int tag) {
+        return enqueue(new RecvMemoryStep(remoteRank, tag));
+    }
+
+    /** {@link #setup(Duration)} with the bootstrap's default timeout. */
+    public Mono<Void> setup() {
+        return setup(bootstrap.defaultTimeout());
+    }
+
+    /**
+     * Runs every step queued so far: all sends in call order, then all receives in call order,
+     * completing each step's Mono as it finishes. If a step fails, {@code setup} errors with that
+     * error and every step not finished yet fails with it too; cancelling fails them with
+     * {@link ErrorCode#ABORTED}. {@code timeout} bounds the whole run.
+     */
+    public Mono<Void> setup(Duration timeout) {
+        return Mono.defer(() -> {
+            List<Step<?>> batch;
+            synchronized (lock) {
+                checkOpen("setup");
+                batch = new ArrayList<>(queued);
+                queued.clear();
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            return Flux.fromIterable(batch).concatMap(s -> s.runSend(deadline))
+                    .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runReceive(deadline)))
+                    .then()
+                    .doOnError(e -> batch.forEach(s -> s.fail(e)))
+                    .doOnCancel(() -> batch.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED,
+                            "setup was cancelled before this step finished").rank(rank()).peer(s.peer).tag(s.tag)
+                            .phase(s.phase()).build())));
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // immediate steps
+
+    /** Connects to {@code remoteRank} on {@code tag} when subscribed; the peer connects back with the same tag. */
+    public Mono<Connection> connect(int remoteRank, int tag, EndpointConfig config) {
+        return connect(remoteRank, tag, config, bootstrap.defaultTimeout());
+    }
+
+    public Mono<Connection> connect(int remoteRank, int tag, EndpointConfig config, Duration timeout) {
+        return immediate(new ConnectStep(remoteRank, tag, config), timeout);
+    }
+
+    /** Sends {@code memory} to {@code remoteRank} on {@code tag} when subscribed. */
+    public Mono<Void> sendMemory(RegisteredMemory memory, int remoteRank, int tag) {
+        return sendMemory(memory, remoteRank, tag, bootstrap.defaultTimeout());
+    }
+
+    public Mono<Void> sendMemory(RegisteredMemory memory, int remoteRank, int tag, Duration timeout) {
+        return immediate(new SendMemoryStep(remoteRank, tag, memory), timeout);
+    }
+
+    /** Receives the memory {@code remoteRank} sends on {@code tag} when subscribed, mapping it here when it can. */
+    public Mono<RegisteredMemory> recvMemory(int remoteRank, int tag) {
+        return recvMemory(remoteRank, tag, bootstrap.defaultTimeout());
+    }
+
+    public Mono<RegisteredMemory> recvMemory(int remoteRank, int tag, Duration timeout) {
+        return immediate(new RecvMemoryStep(remoteRank, tag), timeout);
+    }
+
+    /**
+     * Builds the token pair of a semaphore over {@code connection} with its peer, which must call
+     * this for its end of the connection too: allocates and registers this rank's inbound token,
+     * sends it, receives the peer's. Wrap the result in {@link Host2HostSemaphore},
+     * {@link Host2DeviceSemaphore} or {@link MemoryDevice2DeviceSemaphore}.
+     */
+    public Mono<Semaphore> buildSemaphore(Connection connection) {
+        return buildSemaphore(connection, bootstrap.defaultTimeout());
+    }
+
+    public Mono<Semaphore> buildSemaphore(Connection connection, Duration timeout) {
+        ConnectionContext ctx = connection.context();
+        return immediate(new SemaphoreStep(ctx.remoteRank(), ctx.tag(), connection), timeout);
+    }
+
+    /** The peer of a connection this communicator made. */
+    public int remoteRankOf(Connection connection) {
+        return connection.context().remoteRank();
+    }
+
+    /** The tag of a connection this communicator made. */
+    public int tagOf(Connection connection) {
+        return connection.context().tag();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // mesh
+
+    /** {@link #mesh(RegisteredMemory, IntFunction, int, Duration)} with one config for every peer, tag 0. */
+    public Mono<Mesh> mesh(RegisteredMemory local, EndpointConfig config) {
+        return mesh(local, peer -> config, 0, bootstrap.defaultTimeout());
+    }
+
+    /**
+     * Connects this rank with every other rank (the config for each peer from
+     * {@code configForPeer}), exchanges {@code local} with each, then builds a semaphore over each
+     * connection: one Mono for the whole mesh, which every rank must subscribe. Runs {@link #setup}
+     * (so steps queued earlier run too). {@code timeout} bounds each of the two phases.
+     */
+    public Mono<Mesh> mesh(RegisteredMemory local, IntFunction<EndpointConfig> configForPeer, int tag, Duration timeout) {
+        return Mono.defer(() -> {
+            Map<Integer, Mono<Connection>> connections = new HashMap<>();
+            Map<Integer, Mono<RegisteredMemory>> memories = new HashMap<>();
+            List<Integer> peers = new ArrayList<>();
+            for (int p = 0; p < size(); p++) {
+                if (p != rank()) {
+                    peers.add(p);
+                    connections.put(p, connectOnSetup(p, tag, configForPeer.apply(p)));
+                    sendMemoryOnSetup(local, p, tag);
+                    memories.put(p, recvMemoryOnSetup(p, tag));
+                }
+            }
+            return setup(timeout).then(Flux.fromIterable(peers)
+                    .flatMap(p -> connections.get(p).flatMap(c -> buildSemaphore(c, timeout)))
+                    .collectList())
+                    .flatMap(semaphores -> Flux.fromIterable(peers).flatMapSequential(memories::get).collectList()
+                            .map(mems -> new Mesh(rank(), peers, semaphores, mems)));
+        });
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // lifecycle
+
+    /** Releases every connection, mapping and semaphore this communicator made, newest first. Idempotent. */
+    @Override
+    public void close() {
+        List<AutoCloseable> toClose;
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            toClose = new ArrayList<>(owned);
+            owned.clear();
+            queued.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED, "the communicator was closed before "
+                    + "setup() ran this step").rank(rank()).peer(s.peer).tag(s.tag).phase(s.phase()).build()));
+            queued.clear();
+        }
+        RuntimeException first = null;
+        for (AutoCloseable c : toClose) {   // the deque holds newest first
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = e instanceof RuntimeException re ? re : new IllegalStateException(e);
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /** Registers {@code resource} to be closed with the communicator (or closes it now if the communicator is closed). */
+    <T extends AutoCloseable> T own(T resource) {
+        synchronized (lock) {
+            if (!closed) {
+                owned.push(resource);
+                return resource;
+            }
+        }
+        try {
+            resource.close();
+        } catch (Exception e) {
+            // the communicator is gone; nothing is waiting for this resource
+        }
+        throw JmscclppException.builder(ErrorCode.ABORTED, "the communicator was closed while this step ran")
+                .rank(rank()).phase("communicator").build();
+    }
+
+    private void checkOpen(String phase) {
+        if (closed) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the communicator is closed").rank(rank())
+                    .phase(phase).build();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // machinery shared by both forms
+
+    private <T> Mono<T> enqueue(Step<T> step) {
+        synchronized (lock) {
+            checkOpen(step.phase());
+            step.validate();
+            step.chain(null);
+            queued.add(step);
+        }
+        return step.result();
+    }
+
+    private <T> Mono<T> immediate(Step<T> step, Duration timeout) {
+        synchronized (lock) {
+            checkOpen(step.phase());
+            step.validate();
+            step.chain(timeout);
+        }
+        return step.result();
+    }
+
+    private static long key(int peer, int tag) {
+        return ((long) peer << 32) | (tag & 0xFFFFFFFFL);
+    }
+
+    private static Duration left(long deadline) {
+        return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
+    }
+
+    /**
+     * One step of setup: a send part and a receive part, each chained after the previous step's
+     * part on the same (peer, tag). Queued steps run when {@link #setup} drives them; immediate
+     * steps when their result is subscribed.
+     */
+    private abstract class Step<T> {
+        final int peer;
+        final int tag;
+        private final Sinks.One<T> outcome = Sinks.one();
+        private final Sinks.Empty<Void> sent = Sinks.empty();
+        private Mono<?> previousSend = Mono.empty();
+        private Mono<?> previousReceive = Mono.empty();
+        private @Nullable Mono<T> immediateRun;
+
+        Step(int peer, int tag) {
+            this.peer = peer;
+            this.tag = tag;
+        }
+
+        abstract String name();
+
+        /** Sends what this step sends (nothing for a receive). */
+        abstract Mono<Void> send(Duration timeout);
+
+        /** Receives and builds the result (nothing for a send). */
+        abstract Mono<T> receive(Duration timeout);
+
+        String phase() {
+            return name();
+        }
+
+        void validate() {
+            if (peer < 0 || peer >= size()) {
+                throw error(ErrorCode.INVALID_USAGE, "rank " + peer + " is outside the job of " + size() + " ranks");
+            }
+            if (tag < 0 || tag > MAX_TAG) {
+                throw error(ErrorCode.INVALID_USAGE, "communicator tags are in [0, " + MAX_TAG + "], got " + tag);
+            }
+        }
+
+        /** Links this step after the previous ones on (peer, tag); called under the lock, in call order. */
+        void chain(@Nullable Duration immediateTimeout) {
+            long k = key(peer, tag);
+            previousSend = quiet(lastSend.get(k));
+            previousReceive = quiet(lastReceive.get(k));
+            if (immediateTimeout == null) {
+                lastSend.put(k, sent.asMono());
+                lastReceive.put(k, outcome.asMono());
+            } else {
+                // Sends chain after earlier sends only, receives after earlier receives (and this
+                // step's own send), so "receive then send" on both ranks cannot deadlock.
+                Mono<Void> sendPart = Mono.defer(() -> runSend(System.nanoTime() + immediateTimeout.toNanos())).cache();
+                Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(System.nanoTime()
+                        + immediateTimeout.toNanos()))).then(outcome.asMono()).cache();
+                immediateRun = receivePart;
+                lastSend.put(k, sendPart);
+                lastReceive.put(k, receivePart);
+            }
+        }
+
+        private Mono<?> quiet(@Nullable Mono<?> previous) {
+            return previous == null ? Mono.empty() : previous.onErrorResume(e -> Mono.empty());
+        }
+
+        Mono<T> result() {
+            return immediateRun != null ? immediateRun : outcome.asMono();
+        }
+
+        Mono<Void> runSend(long deadline) {
+            return waitFor(previousSend, deadline, "an earlier send")
+                    .then(Mono.defer(() -> send(left(deadline))))
+                    .onErrorMap(this::located)
+                    .doOnSuccess(v -> sent.tryEmitEmpty())
+                    .doOnError(this::fail);
+        }
+
+        Mono<Void> runReceive(long deadline) {
+            return waitFor(previousReceive, deadline, "an earlier receive")
+                    .then(Mono.defer(() -> receive(left(deadline))))
+                    .onErrorMap(this::located)
+                    .doOnNext(outcome::tryEmitValue)
+                    .doOnSuccess(v -> {
+                        if (v == null) {
+                            outcome.tryEmitEmpty();
+                        }
+                    })
+                    .doOnError(this::fail)
+                    .then();
+        }
+
+        private Mono<Void> waitFor(Mono<?> previous, long deadline, String what) {
+            return previous.then().timeout(left(deadline), Mono.error(() -> error(ErrorCode.TIMEOUT, "waited for "
+                    + what + " on this (peer, tag) that has not run: a step queued for setup() that was never set up?")));
+        }
+
+        void fail(Throwable e) {
+            sent.tryEmitError(e);
+            outcome.tryEmitError(e);
+        }
+
+        /** Re-addresses an error to this step: the communicator tag, peer and phase rather than the bootstrap's. */
+        private Throwable located(Throwable e) {
+            if (e instanceof JmscclppException je) {
+                if (je.tag() == tag && je.phase().equals(phase())) {
+                    return je;
+                }
+                return JmscclppException.builder(je.code(), je.detail()).rank(rank()).peer(peer).tag(tag)
+                        .phase(phase()).cause(je).build();
+            }
+            return JmscclppException.builder(ErrorCode.INTERNAL_ERROR, String.valueOf(e)).rank(rank()).peer(peer)
+                    .tag(tag).phase(phase()).cause(e).build();
+        }
+
+        JmscclppException error(ErrorCode code, String detail) {
+            return JmscclppException.builder(code, detail).rank(rank()).peer(peer).tag(tag).phase(phase()).build();
+        }
+
+        Mono<Void> transmit(byte kind, byte[] payload, Duration timeout) {
+            byte[] message = new byte[payload.length + 1];
+            message[0] = kind;
+            System.arraycopy(payload, 0, message, 1, payload.length);
+            return bootstrap.send(peer, TAG_SPACE | tag, message, timeout);
+        }
+
+        /** Receives the next message on (peer, tag), checks its kind and hands the payload to a virtual thread. */
+        Mono<byte[]> take(byte kind, Duration timeout) {
+            return bootstrap.recv(peer, TAG_SPACE | tag, timeout).publishOn(Waiting.VIRTUAL).map(message -> {
+                if (message.length == 0 || message[0] != kind) {
+                    throw error(ErrorCode.INVALID_USAGE, "expected " + kindName(kind) + " but the peer sent "
+                            + (message.length == 0 ? "an empty message" : kindName(message[0]))
+                            + ": the i-th sending and receiving calls on one (peer, tag) must be of the same kind");
+                }
+                byte[] payload = new byte[message.length - 1];
+                System.arraycopy(message, 1, payload, 0, payload.length);
+                return payload;
+            });
+        }
+    }
+
+    private static String kindName(byte kind) {
+        return switch (kind) {
+            case KIND_ENDPOINT -> "a connection endpoint";
+            case KIND_MEMORY -> "a registered memory";
+            case KIND_SEMAPHORE -> "a semaphore token";
+            default -> "an unknown message kind " + kind;
+        };
+    }
+
+    private final class ConnectStep extends Step<Connection> {
+        private final EndpointConfig config;
+        private @Nullable Endpoint local;
+
+        ConnectStep(int peer, int tag, EndpointConfig config) {
+            super(peer, tag);
+            this.config = config;
+        }
+
+        @Override
+        String name() {
+            return "connect";
+        }
+
+        @Override
+        void validate() {
+            super.validate();
+            if (!backend.connectionTransports().has(config.transport())) {
+                throw error(ErrorCode.INVALID_USAGE, "the " + backend.name() + " backend cannot connect over "
+                        + config.transport() + " (it offers " + backend.connectionTransports() + ")");
+            }
+        }
+
+        @Override
+        Mono<Void> send(Duration timeout) {
+            return Mono.defer(() -> {
+                Endpoint e = backend.createEndpoint(config);
+                local = e;
+                return transmit(KIND_ENDPOINT, e.serialize(), timeout);
+            });
+        }
+
+        @Override
+        Mono<Connection> receive(Duration timeout) {
+            return take(KIND_ENDPOINT, timeout).map(bytes -> {
+                Endpoint remote = Endpoint.deserialize(bytes);
+                Endpoint mine = local;
+                if (mine == null) {
+                    throw error(ErrorCode.INTERNAL_ERROR, "receiving before sending the local endpoint");
+                }
+                return own(backend.connect(mine, remote, new ConnectionContext(rank(), peer, tag)));
+            });
+        }
+    }
+
+    private final class SendMemoryStep extends Step<Void> {
+        private final RegisteredMemory memory;
+
+        SendMemoryStep(int peer, int tag, RegisteredMemory memory) {
+            super(peer, tag);
+            this.memory = memory;
+        }
+
+        @Override
+        String name() {
+            return "sendMemory";
+        }
+
+        @Override
+        Mono<Void> send(Duration timeout) {
+            return Mono.defer(() -> transmit(KIND_MEMORY, memory.serialize(), timeout));
+        }
+
+        @Override
+        Mono<Void> receive(Duration timeout) {
+            return Mono.empty();
+        }
+    }
+
+    private final class RecvMemoryStep extends Step<RegisteredMemory> {
+        RecvMemoryStep(int peer, int tag) {
+            super(peer, tag);
+        }
+
+        @Override
+        String name() {
+            return "recvMemory";
+        }
+
+        @Override
+        Mono<Void> send(Duration timeout) {
+            return Mono.empty();
+        }
+
+        @Override
+        Mono<RegisteredMemory> receive(Duration timeout) {
+            return take(KIND_MEMORY, timeout).map(bytes -> own(RegisteredMemory.deserialize(bytes, backend)));
+        }
+    }
+
+    private final class SemaphoreStep extends Step<Semaphore> {
+        private final Connection connection;
+        private @Nullable DeviceBuffer token;
+        private @Nullable RegisteredMemory tokenMemory;
+
+        SemaphoreStep(int peer, int tag, Connection connection) {
+            super(peer, tag);
+            this.connection = connection;
+        }
+
+        @Override
+        String name() {
+            return "buildSemaphore";
+        }
+
+        @Override
+        Mono<Void> send(Duration timeout) {
+            return Mono.defer(() -> {
+                DeviceBuffer t = connection.localDevice().type() == DeviceType.CPU
+                        ? backend.allocateHostVisible(Semaphore.TOKEN_BYTES) : backend.allocate(Semaphore.TOKEN_BYTES);
+                token = t;
+                RegisteredMemory m = registerMemory(t, TransportFlags.of(connection.transport()));
+                tokenMemory = m;
+                return transmit(KIND_SEMAPHORE, m.serialize(), timeout);
+            }).doOnError(e -> release());
+        }
+
+        @Override
+        Mono<Semaphore> receive(Duration timeout) {
+            return take(KIND_SEMAPHORE, timeout).map(bytes -> {
+                DeviceBuffer t = token;
+                RegisteredMemory m = tokenMemory;
+                if (t == null || m == null) {
+                    throw error(ErrorCode.INTERNAL_ERROR, "receiving before the local token was made");
+                }
+                RegisteredMemory remote = RegisteredMemory.deserialize(bytes, backend);
+                return own(new Semaphore(connection, t, m, remote));
+            }).doOnError(e -> release());
+        }
+
+        private void release() {
+            if (tokenMemory != null) {
+                tokenMemory.close();
+            }
+            if (token != null) {
+                token.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+package org.jmscclpp.core;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.publisher.Mono;
+
+/**
+ * A one-way data path from this rank into memory of one peer, over one {@link Transport}: MSCCL++'s
+ * {@code Connection}. Made by {@link Communicator#connect} or {@link Communicator#connectOnSetup}.
+ *
+ * <p>{@link #write} and {@link #updateAndSync} start a transfer and return; {@link #flush} tells
+ * when every transfer started before it is visible to the peer. Ranges are checked: an offset or
+ * size outside a registered region, memory not registered with the connection's transport, or
+ * memory this process has not mapped is {@link ErrorCode#INVALID_USAGE}; the operation then does
+ * nothing. {@link #write} and {@link #updateAndSync} may be called from any thread.
+ */
+public interface Connection extends AutoCloseable {
+
+    /**
+     * Copies {@code size} bytes from {@code src} at {@code srcOffset} (memory of this rank) to
+     * {@code dst} at {@code dstOffset} (the peer's memory, received with
+     * {@link Communicator#recvMemory}).
+     */
+    void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size);
+
+    /**
+     * Sets {@code localToken} to {@code newValue} and stores {@code newValue} as a 64-bit word at
+     * {@code dst + dstOffset} with release semantics: a peer that reads the new value sees every
+     * write this connection made before. This is how semaphores signal.
+     */
+    void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue);
+
+    /**
+     * Completes when every {@link #write} and {@link #updateAndSync} issued before the call is
+     * visible at the peer; errors with {@link ErrorCode#TIMEOUT} after {@code timeout}. Lazy.
+     */
+    Mono<Void> flush(Duration timeout);
+
+    /** {@link #flush(Duration)} with 30 seconds. */
+    default Mono<Void> flush() {
+        return flush(Bootstrap.DEFAULT_TIMEOUT);
+    }
+
+    /** This end's transport. */
+    Transport transport();
+
+    /** The peer end's transport. */
+    Transport remoteTransport();
+
+    /** The device this end works for. */
+    Device localDevice();
+
+    /** The peer, this rank and tag the connection was made with. */
+    ConnectionContext context();
+
+    /** The most writes in flight before {@link #write} waits, or -1 for no limit. */
+    int maxWriteQueueSize();
+
+    /** Releases the transport's resources; later operations are {@link ErrorCode#INVALID_USAGE}. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,42 @@
+package org.jmscclpp.core;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Atomic access to the 64-bit semaphore tokens that live in shared or host-visible memory. Tokens
+ * are 8-byte aligned (every buffer a backend hands out is page aligned), so the access modes
+ * below are real atomics, also between processes that map the same file.
+ */
+final class Tokens {
+
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+
+    private Tokens() {
+    }
+
+    static long acquire(MemorySegment segment, long offset) {
+        return (long) WORD.getAcquire(segment, offset);
+    }
+
+    static long opaque(MemorySegment segment, long offset) {
+        return (long) WORD.getOpaque(segment, offset);
+    }
+
+    static void release(MemorySegment segment, long offset, long value) {
+        WORD.setRelease(segment, offset, value);
+    }
+
+    static long addRelease(MemorySegment segment, long offset, long delta) {
+        return (long) WORD.getAndAddRelease(segment, offset, delta);
+    }
+
+    static long plain(MemorySegment segment, long offset) {
+        return (long) WORD.get(segment, offset);
+    }
+
+    static void setPlain(MemorySegment segment, long offset, long value) {
+        WORD.set(segment, offset, value);
+    }
+}
