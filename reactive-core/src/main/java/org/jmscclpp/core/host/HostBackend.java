@@ -371,22 +371,19 @@ public final class HostBackend implements Backend {
             throw system(phase, "cannot open " + file + ": " + e, e);
         }
         Arena arena = Arena.ofShared();
+        long actual;
         try (channel) {
-            long actual = channel.size();   // of the file actually opened, whatever the name points at now
-            if (actual != h.fileSize()) {
-                arena.close();
-                throw invalid(phase, "a peer's handle says " + file + " has " + h.fileSize() + " bytes, it has "
-                        + actual);
+            actual = channel.size();   // of the file actually opened, whatever the name points at now
+            if (actual == h.fileSize()) {
+                MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+                return new SharedMemoryBuffer(this, file, false, arena, segment);
             }
-            MemorySegment segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            return new SharedMemoryBuffer(this, file, false, arena, segment);
         } catch (IOException | RuntimeException e) {
-            if (e instanceof JmscclppException je) {
-                throw je;
-            }
             arena.close();
             throw system(phase, "cannot map " + size + " bytes of " + file + ": " + e, e);
         }
+        arena.close();
+        throw invalid(phase, "a peer's handle says " + file + " has " + h.fileSize() + " bytes, it has " + actual);
     }
 
     private static void checkAttributes(Path file, BasicFileAttributes attributes, long fileSize) {

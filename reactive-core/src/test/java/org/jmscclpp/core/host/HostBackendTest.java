@@ -21,6 +21,7 @@ import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -165,6 +166,42 @@ class HostBackendTest {
             }
             assertEquals(List.of(), List.copyOf(errors));
             assertTrue(b.isClosed());
+        }
+        assertEquals(List.of(), files());
+    }
+
+    @Test
+    void closingWhileAnotherThreadCopiesEndsItsCopiesWithInvalidUsage() throws Exception {
+        for (int round = 0; round < 10; round++) {
+            DeviceBuffer a = backend.allocate(1 << 20);
+            DeviceBuffer b = backend.allocate(1 << 20);
+            java.util.concurrent.CountDownLatch copying = new java.util.concurrent.CountDownLatch(1);
+            AtomicReference<Throwable> ended = new AtomicReference<>();
+            Thread copier = Thread.ofPlatform().start(() -> {
+                try {
+                    while (true) {
+                        backend.copy(b, 0, a, 0, 1 << 20);
+                        copying.countDown();
+                    }
+                } catch (Throwable e) {
+                    ended.set(e);
+                }
+            });
+            assertTrue(copying.await(10, java.util.concurrent.TimeUnit.SECONDS));
+            // the arena may refuse while the copier is inside an access: the buffer then stays open and says so
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(10).toNanos();
+            while (!a.isClosed()) {
+                try {
+                    a.close();
+                } catch (JmscclppException e) {
+                    assertEquals(ErrorCode.INVALID_USAGE, e.code(), e::getMessage);
+                    assertTrue(System.nanoTime() - deadline < 0, "close kept failing: " + e.getMessage());
+                }
+            }
+            assertTrue(copier.join(java.time.Duration.ofSeconds(10)), "the copier did not stop");
+            JmscclppException e = assertInstanceOf(JmscclppException.class, ended.get());
+            assertEquals(ErrorCode.INVALID_USAGE, e.code(), e::getMessage);
+            b.close();
         }
         assertEquals(List.of(), files());
     }
