@@ -51,8 +51,8 @@ public interface Backend extends AutoCloseable {
     /**
      * Maps memory that another process exported: {@code handle} came from {@link #exportMemory} in
      * that process and {@code size} is the exported buffer's size. The bytes come from a peer and
-     * are checked: a malformed handle is {@link ErrorCode#INVALID_USAGE}, memory that no longer
-     * exists {@link ErrorCode#REMOTE_ERROR}. Closing the returned buffer unmaps it.
+     * are checked: a malformed handle, or one naming memory that no longer exists, is
+     * {@link ErrorCode#INVALID_USAGE}. Closing the returned buffer unmaps it.
      */
     DeviceBuffer importMemory(Transport transport, byte[] handle, long size);
 

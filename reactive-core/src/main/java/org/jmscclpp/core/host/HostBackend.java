@@ -329,8 +329,8 @@ public final class HostBackend implements Backend {
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for another transport, a malformed
      *                           handle, a size outside [1, the handle's file size], or a name that
      *                           is a symbolic link, not a regular file, or a file of another size
-     *                           than the handle says; {@link ErrorCode#REMOTE_ERROR} when the file
-     *                           does not exist (the peer closed the memory, or ended);
+     *                           than the handle says, or a file that does not exist (the peer
+     *                           closed the memory it sent, or ended: the handle names nothing);
      *                           {@link ErrorCode#SYSTEM_ERROR} when the system refuses to open or
      *                           map an acceptable file
      */
@@ -400,7 +400,7 @@ public final class HostBackend implements Backend {
     }
 
     private JmscclppException gone(Path file, Throwable cause) {
-        return JmscclppException.builder(ErrorCode.REMOTE_ERROR, "the peer's memory " + file.getFileName()
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, "the peer's memory " + file.getFileName()
                 + " no longer exists in " + directory + ": the peer closed it or ended (or it uses another "
                 + SHM_DIR_ENV + ")").phase("importMemory").cause(cause).build();
     }
