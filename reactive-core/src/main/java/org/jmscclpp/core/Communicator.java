@@ -43,6 +43,10 @@ import reactor.core.publisher.Sinks;
  * {@link ErrorCode#TIMEOUT} naming peer, tag and phase, and a peer that dies with
  * {@link ErrorCode#REMOTE_ERROR}.
  *
+ * <p>Steps do their local work (allocating tokens, mapping a peer's memory, opening a connection)
+ * on virtual threads, never on a bootstrap I/O thread; results are emitted on such a virtual thread,
+ * completions of pure sends on the bootstrap's thread. Do not block in a downstream operator.
+ *
  * <p>The communicator owns what it made (connections, peers' memories mapped here, semaphores) and
  * releases it on {@link #close()}, in reverse order. The bootstrap and the backend belong to the
  * caller.
@@ -414,7 +418,8 @@ public final class Communicator implements AutoCloseable {
 
         Mono<Void> runSend(long deadline) {
             return waitFor(previousSend, deadline, "an earlier send")
-                    .then(Mono.defer(() -> send(left(deadline))))
+                    // local work (allocating a token, creating an endpoint) never runs on a bootstrap I/O thread
+                    .then(Mono.defer(() -> send(left(deadline))).subscribeOn(Waiting.VIRTUAL))
                     .onErrorMap(this::located)
                     .doOnSuccess(v -> sent.tryEmitEmpty())
                     .doOnError(this::fail);
