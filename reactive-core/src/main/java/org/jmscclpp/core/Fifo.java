@@ -15,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  * {@link #producer(DeviceBuffer, int)}.
  *
  * <h2>Memory</h2>
- * Little-endian words at these offsets of {@link #buffer()}, {@code C} the capacity:
+ * 64-bit words in the host's byte order (little-endian on every host jmscclpp runs on, as on
+ * the GPUs) at these offsets of {@link #buffer()}, {@code C} the capacity:
  * <pre>
  *  offset        width   field
  *       0            8   head: positions claimed so far (producers' atomic fetch-add)

@@ -24,6 +24,8 @@ public final class FifoProducer {
 
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle CACHED_TAIL;
+    /** Longest wait: longer timeouts are cut to it, so that the deadline arithmetic cannot overflow. */
+    private static final Duration MAX_WAIT = Duration.ofDays(365);
 
     static {
         try {
@@ -75,7 +77,8 @@ public final class FifoProducer {
      * @throws JmscclppException {@link ErrorCode#TIMEOUT} when the ring stays full for
      *                           {@code timeout}: the position was claimed and will never be
      *                           written, so the proxy stops there and the fifo is broken for
-     *                           every producer (a device producer would abort its kernel);
+     *                           every producer (a device producer would abort its kernel); the
+     *                           same when the thread is interrupted while it waits;
      *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout or when the
      *                           fifo's memory is closed
      */
@@ -106,7 +109,8 @@ public final class FifoProducer {
      * Returns once the proxy has consumed position {@code pos} (its tail passed it): the trigger
      * pushed there was handled. Returns at once for a position already consumed.
      *
-     * @throws JmscclppException {@link ErrorCode#TIMEOUT} after {@code timeout}, naming the tail;
+     * @throws JmscclppException {@link ErrorCode#TIMEOUT} after {@code timeout}, or when the
+     *                           thread is interrupted while it waits, naming the tail;
      *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout or when the
      *                           fifo's memory is closed
      */
@@ -133,7 +137,9 @@ public final class FifoProducer {
     }
 
     private void awaitTailAbove(long pos, Duration timeout, String phase) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        // saturate: a timeout of centuries must not overflow after the position was claimed
+        long nanos = timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT.toNanos() : timeout.toNanos();
+        long deadline = System.nanoTime() + nanos;
         if (!Waiting.await(() -> readTail() > pos, deadline)) {
             String why = Thread.currentThread().isInterrupted() ? "interrupted while waiting" : "waited "
                     + timeout.toMillis() + " ms";

@@ -38,7 +38,7 @@ class FifoStressTest {
                 int producers = 1 + random.nextInt(5);
                 // on small rings producers and the consumer hand over trigger by trigger, parking in
                 // between (tens of microseconds each): fewer triggers keep those rounds short
-                int total = capacity <= 2 ? 3_000 : capacity <= 8 ? 8_000 : 40_000;
+                int total = capacity <= 2 ? 2_000 : capacity <= 8 ? 5_000 : 30_000;
                 int each = total / producers + random.nextInt(200);
                 round(backend, random.split(), "seed 0x" + Long.toHexString(SEED) + " round " + round + " (capacity "
                         + capacity + ", " + producers + " producers x " + each + ")", capacity, producers, each);
