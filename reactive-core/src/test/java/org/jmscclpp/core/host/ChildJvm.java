@@ -13,9 +13,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * A JVM started from this one (same java binary, same class path) running a {@code main} class of
  * the test sources, its stdout and stderr going to a file. {@link #close()} kills it if it still
- * runs, so a failing test leaves no process behind.
+ * runs, so a failing test leaves no process behind. Public for the multi-process tests of other
+ * packages (the fifo's).
  */
-final class ChildJvm implements AutoCloseable {
+public final class ChildJvm implements AutoCloseable {
 
     /** Short-lived children on a small machine: C1 only and the serial collector start fastest. */
     private static final List<String> JVM_FLAGS = List.of("--enable-native-access=ALL-UNNAMED",
@@ -29,7 +30,7 @@ final class ChildJvm implements AutoCloseable {
         this.log = log;
     }
 
-    static ChildJvm start(Path log, Class<?> mainClass, String... args) {
+    public static ChildJvm start(Path log, Class<?> mainClass, String... args) {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command()
                 .orElseThrow(() -> new IllegalStateException("cannot tell which java binary runs this JVM")));
@@ -48,7 +49,7 @@ final class ChildJvm implements AutoCloseable {
         }
     }
 
-    Process process() {
+    public Process process() {
         return process;
     }
 
@@ -57,7 +58,7 @@ final class ChildJvm implements AutoCloseable {
      *
      * @throws AssertionError with the child's output when it still runs after {@code timeout}
      */
-    int waitFor(Duration timeout) {
+    public int waitFor(Duration timeout) {
         try {
             if (!process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
                 process.destroyForcibly();
@@ -72,7 +73,7 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** What the child printed so far. */
-    String output() {
+    public String output() {
         try {
             return Files.readString(log, StandardCharsets.UTF_8);
         } catch (IOException e) {
@@ -81,7 +82,7 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** The lines the child printed that start with {@code prefix}, without it. */
-    List<String> linesStartingWith(String prefix) {
+    public List<String> linesStartingWith(String prefix) {
         List<String> out = new ArrayList<>();
         for (String line : output().split("\n")) {
             if (line.startsWith(prefix)) {
