@@ -13,6 +13,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
 import java.util.stream.Stream;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -263,7 +264,7 @@ final class CommunicatorRankMain {
         checkAll(0);
     }
 
-    private <S> Map<Integer, S> collect(java.util.function.IntFunction<Mono<S>> build) {
+    private <S> Map<Integer, S> collect(IntFunction<Mono<S>> build) {
         List<Integer> peers = peers();
         List<S> built = Flux.fromIterable(peers).flatMapSequential(build::apply).collectList()
                 .block(timeout.plusSeconds(10));

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -131,7 +132,7 @@ class AllGatherSampleTest {
         AllGatherSample.Outcome o = new AllGatherSample.Outcome(new long[] {5, 6, 7}, 2);
         List<AllGatherSample.Outcome> back = AllGatherSample.Outcome.decodeAll(o.encode(), 1, 3);
         assertEquals(2, back.getFirst().failures());
-        assertEquals(List.of(5L, 6L, 7L), java.util.Arrays.stream(back.getFirst().times()).boxed().toList());
+        assertEquals(List.of(5L, 6L, 7L), Arrays.stream(back.getFirst().times()).boxed().toList());
     }
 
     private static String text(ConcurrentLinkedQueue<Launcher.OutputLine> lines) {
