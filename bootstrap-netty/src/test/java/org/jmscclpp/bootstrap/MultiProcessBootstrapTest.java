@@ -213,7 +213,7 @@ class MultiProcessBootstrapTest {
     }
 
     /** A rank's {@code FAILED} line. */
-    private record Failed(String line, String code, String peer, long elapsedMs, String message) {
+    record Failed(String line, String code, String peer, long elapsedMs, String message) {
         static Failed parse(RankProcesses.Line line) {
             Matcher m = FAILED.matcher(line.text());
             if (!m.matches()) {

@@ -160,12 +160,12 @@ final class RankMain {
         }
     }
 
-    private static void say(String line) {
+    static void say(String line) {
         System.out.println(line);
         System.out.flush();
     }
 
-    private static Map<String, String> parse(String[] args) {
+    static Map<String, String> parse(String[] args) {
         Map<String, String> a = new HashMap<>();
         for (String arg : args) {
             int eq = arg.indexOf('=');
@@ -177,7 +177,7 @@ final class RankMain {
         return a;
     }
 
-    private static String required(Map<String, String> a, String key) {
+    static String required(Map<String, String> a, String key) {
         String v = a.get(key);
         if (v == null) {
             throw new IllegalArgumentException("missing argument " + key + "=...");
@@ -204,7 +204,7 @@ final class RankMain {
         BOOTSTRAP_LOGGERS.setLevel(Level.FINE);
     }
 
-    private static void haltWhenParentGoes() {
+    static void haltWhenParentGoes() {
         Thread.ofPlatform().daemon().name("parent-watch").start(() -> {
             InputStream in = System.in;
             try {

@@ -13,6 +13,7 @@ import org.jmscclpp.core.JmscclppException;
  * jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]   start N ranks of SAMPLE on this host
  * jmscclpp SAMPLE [args...]                                run one rank; who it is comes from the environment
  * jmscclpp bench bootstrap [options]                       TcpBootstrap latency table
+ * jmscclpp bench write [options]                           HOST_IPC write bandwidth beside an in-process copy
  * jmscclpp help                                            this text
  * </pre>
  * Exit codes: 0 success, 1 failure, 2 usage error.
@@ -61,12 +62,18 @@ public final class Main {
     }
 
     private static int bench(List<String> args, PrintStream out, PrintStream err) {
-        if (args.isEmpty() || !args.getFirst().equals("bootstrap")) {
-            err.println("jmscclpp bench: which benchmark? one of: bootstrap");
-            err.println("usage: " + BootstrapBench.SYNOPSIS);
-            return USAGE;
-        }
-        return BootstrapBench.run(args.subList(1, args.size()), out, err);
+        String which = args.isEmpty() ? "" : args.getFirst();
+        List<String> rest = args.isEmpty() ? args : args.subList(1, args.size());
+        return switch (which) {
+            case "bootstrap" -> BootstrapBench.run(rest, out, err);
+            case "write" -> WriteBench.run(rest, out, err);
+            default -> {
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write");
+                err.println("usage: " + BootstrapBench.SYNOPSIS);
+                err.println("       " + WriteBench.SYNOPSIS);
+                yield USAGE;
+            }
+        };
     }
 
     private static int runRank(String name, List<String> args, PrintStream err, Map<String, String> env) {
@@ -128,6 +135,8 @@ public final class Main {
         sb.append("      or from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT\n");
         sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
+        sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      HOST_IPC write bandwidth between two processes, beside an in-process copy of the same sizes\n");
         sb.append("  jmscclpp help\n\n");
         sb.append("samples:\n");
         for (Samples.Entry e : Samples.all()) {

@@ -16,6 +16,7 @@ final class Samples {
     static {
         add(new Entry("bootstrap-demo", "initialize a TcpBootstrap, allGather (rank, pid, host), barrier",
                 false, new BootstrapDemo()));
+        add(new Entry(AllGatherSample.NAME, AllGatherSample.SYNOPSIS, false, new AllGatherSample()));
         add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
                 + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
                 true, ExitCodeSample.exitCode()));
@@ -23,6 +24,8 @@ final class Samples {
                 + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s, exit 124)", true, ExitCodeSample.waitForever()));
         add(new Entry(BenchRankSample.NAME, "one rank of 'jmscclpp bench bootstrap' in separate processes",
                 true, new BenchRankSample()));
+        add(new Entry(WriteBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench write'", true,
+                new WriteBenchRankSample()));
     }
 
     private Samples() {

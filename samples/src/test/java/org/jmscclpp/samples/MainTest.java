@@ -36,7 +36,10 @@ class MainTest {
         assertTrue(r.out().startsWith("usage: jmscclpp"), r.out());
         assertTrue(r.out().contains("bootstrap-demo"), r.out());
         assertTrue(r.out().contains("jmscclpp bench bootstrap"), r.out());
-        assertTrue(!r.out().contains("wait-forever") && !r.out().contains(BenchRankSample.NAME), r.out());
+        assertTrue(r.out().contains(WriteBench.SYNOPSIS), r.out());
+        assertTrue(r.out().contains("  allgather "), r.out());
+        assertTrue(!r.out().contains("wait-forever") && !r.out().contains(BenchRankSample.NAME)
+                && !r.out().contains(WriteBenchRankSample.NAME), r.out());
     }
 
     @Test
@@ -76,5 +79,8 @@ class MainTest {
         assertEquals(2, main(Map.of(), "bench", "allreduce").code());
         assertEquals(2, main(Map.of(), "bench", "bootstrap", "--iters", "0").code());
         assertEquals(2, main(Map.of(), "bench", "bootstrap", "--procs", "1").code());
+        Result which = main(Map.of(), "bench", "allreduce");
+        assertTrue(which.err().contains("one of: bootstrap, write"), which.err());
+        assertEquals(2, main(Map.of(), "bench", "write", "--iters", "0").code());
     }
 }

@@ -1,0 +1,169 @@
+package org.jmscclpp.bootstrap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The communicator across real processes: every rank is its own JVM ({@link CommunicatorRankMain})
+ * with a {@link TcpBootstrap} and its own host backend over one shared-memory directory, so peers'
+ * buffers reach a rank only through HOST_IPC handles, mapped files and the bootstrap. Ports of
+ * MSCCL++'s CommunicatorTest (BasicWrite, WriteWithHostSemaphores, WriteWithDeviceSemaphores) with
+ * 2 and 4 ranks, and a peer killed during setup. After each test the directory must be empty:
+ * ranks that succeed close everything (and check they hold nothing of it), ranks that fail leave
+ * their files to the JVM's exit hook.
+ */
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
+class MultiProcessCommunicatorTest {
+
+    /** Starting JVMs and initializing on a busy two-core host; generous, it only bounds a hang. */
+    private static final Duration START = Duration.ofSeconds(60);
+    private static final Duration EXIT = Duration.ofSeconds(30);
+
+    @RegisterExtension
+    final RankProcesses.Tracker jobs = new RankProcesses.Tracker();
+
+    private Path shm;
+
+    /** A fresh directory under /dev/shm (the host backend's real home) when it is writable, else the temp dir. */
+    @BeforeEach
+    void makeDirectory() throws IOException {
+        Path devShm = Path.of("/dev/shm");
+        shm = Files.isDirectory(devShm) && Files.isWritable(devShm)
+                ? Files.createTempDirectory(devShm, "jmscclpp-mp-test-")
+                : Files.createTempDirectory("jmscclpp-mp-test-");
+    }
+
+    /** Runs after the tracker killed any rank still alive; removes what a failed test left. */
+    @AfterEach
+    void removeDirectory() throws IOException {
+        try (Stream<Path> files = Files.list(shm)) {
+            for (Path f : files.toList()) {
+                Files.deleteIfExists(f);
+            }
+        }
+        Files.deleteIfExists(shm);
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void basicWrite(int n) throws IOException {
+        runToSuccess("basic-write", n);
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void writeWithHostSemaphores(int n) throws IOException {
+        runToSuccess("host-semaphores", n);
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void writeWithDeviceSemaphores(int n) throws IOException {
+        runToSuccess("device-semaphores", n);
+    }
+
+    /**
+     * The last rank initializes its bootstrap, prints {@code ready-to-die} and waits; the others
+     * register their buffers and run setup against it; once every survivor is in setup, the last
+     * rank is killed with SIGKILL. Every survivor's setup fails with REMOTE_ERROR naming it, long
+     * before the setup deadline, and its exit hook deletes the files it never closed.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void aPeerKilledDuringSetupFailsEverySurvivorsSetupNamingIt(int n) throws IOException {
+        long setupTimeoutMs = 30_000;
+        int victim = n - 1;
+        RankProcesses job = start("die-before-setup", n, "setup-timeout-ms=" + setupTimeoutMs);
+        job.awaitLine(victim, "ready-to-die"::equals, START);
+        for (int r = 0; r < victim; r++) {
+            job.awaitLine(r, "SETUP"::equals, START);
+        }
+        long killedAt = System.nanoTime();
+        job.kill(victim);
+        assertNotEquals(0, job.waitFor(victim, EXIT), "rank " + victim + " was killed");
+
+        List<String> problems = new ArrayList<>();
+        for (int r = 0; r < victim; r++) {
+            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(setupTimeoutMs * 2));
+            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
+            long sinceKillMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - killedAt);
+            System.out.printf("killed-in-setup n=%d: rank %d failed %d ms after the kill (%d ms into setup): %s%n",
+                    n, r, sinceKillMs, f.elapsedMs(), f.line());
+            if (!f.code().equals("REMOTE_ERROR")) {
+                problems.add("rank " + r + " failed with " + f.code() + ", expected REMOTE_ERROR: " + f.line());
+            }
+            if (!f.names(victim)) {
+                problems.add("rank " + r + "'s error does not name rank " + victim + ": " + f.line());
+            }
+            // the peer's death is news within a round trip; the deadline is ten times what that needs
+            if (sinceKillMs > setupTimeoutMs / 3 || f.elapsedMs() >= setupTimeoutMs) {
+                problems.add("rank " + r + " failed " + sinceKillMs + " ms after the kill, " + f.elapsedMs()
+                        + " ms into setup; setup deadline " + setupTimeoutMs + " ms: " + f.line());
+            }
+            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+        assertDirectoryEmpty();
+    }
+
+    private void runToSuccess(String scenario, int n) throws IOException {
+        RankProcesses job = start(scenario, n);
+        for (int r = 0; r < n; r++) {
+            job.awaitLine(r, ("OK " + scenario)::equals, START);
+            job.awaitLine(r, "CLOSED-CLEAN files=0 fds=0 maps=0"::equals, START);
+        }
+        for (int r = 0; r < n; r++) {
+            assertEquals(RankMain.EXIT_OK, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        assertDirectoryEmpty();
+    }
+
+    private RankProcesses start(String scenario, int n, String... more) {
+        RankProcesses job = jobs.open(scenario + "-" + n, CommunicatorRankMain.class);
+        String address = "127.0.0.1:" + freePort();
+        for (int r = 0; r < n; r++) {
+            List<String> args = new ArrayList<>(List.of("rank=" + r, "nranks=" + n, "address=" + address,
+                    "shm-dir=" + shm, "scenario=" + scenario));
+            args.addAll(List.of(more));
+            job.start(r, args, Map.of());
+        }
+        return job;
+    }
+
+    /** Every rank has exited: whatever is left in the directory was neither closed nor deleted at exit. */
+    private void assertDirectoryEmpty() throws IOException {
+        try (Stream<Path> files = Files.list(shm)) {
+            List<String> left = files.map(p -> p.getFileName().toString()).sorted().toList();
+            assertEquals(List.of(), left, "files left in " + shm);
+        }
+    }
+
+    /** A port nobody listens on right now (the root binds it with SO_REUSEADDR a moment later). */
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package org.jmscclpp.samples;
+
+import java.util.Locale;
+
+/** Byte counts on the command line ({@code 4096}, {@code 4K}, {@code 256M}, {@code 1G}: powers of 1024) and in tables. */
+final class ByteSizes {
+
+    private ByteSizes() {
+    }
+
+    /**
+     * Parses a count of bytes with an optional binary suffix K, M or G (upper or lower case, an
+     * optional trailing {@code B} or {@code iB}).
+     *
+     * @throws IllegalArgumentException naming {@code option} when it is not such a count or overflows
+     */
+    static long parse(String option, String value) {
+        String v = value.strip().toUpperCase(Locale.ROOT);
+        if (v.endsWith("IB")) {
+            v = v.substring(0, v.length() - 2);
+        } else if (v.endsWith("B")) {
+            v = v.substring(0, v.length() - 1);
+        }
+        int shift = 0;
+        if (!v.isEmpty()) {
+            switch (v.charAt(v.length() - 1)) {
+                case 'K' -> shift = 10;
+                case 'M' -> shift = 20;
+                case 'G' -> shift = 30;
+                default -> shift = 0;
+            }
+        }
+        String digits = shift == 0 ? v : v.substring(0, v.length() - 1);
+        try {
+            long n = Long.parseLong(digits);
+            if (n >= 0 && n <= Long.MAX_VALUE >> shift) {
+                return n << shift;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + " needs a byte count such as 4096, 4K, 256M or 1G, got '"
+                + value + "'");
+    }
+
+    /** {@code 4 KiB}, {@code 256 MiB}, {@code 1 GiB} for exact multiples, else {@code 3000 B}. */
+    static String label(long bytes) {
+        if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + " GiB";
+        }
+        if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + " MiB";
+        }
+        if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) {
+            return (bytes >> 10) + " KiB";
+        }
+        return bytes + " B";
+    }
+}
