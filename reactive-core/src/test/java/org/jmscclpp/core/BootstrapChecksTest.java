@@ -25,70 +25,6 @@ class BootstrapChecksTest {
         opened.forEach(InMemoryBootstrap::close);
     }
 
-    /** A bootstrap that forwards everything; tests override one operation to break it. */
-    private static class Forwarding implements Bootstrap {
-        final Bootstrap delegate;
-
-        Forwarding(Bootstrap delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public int rank() {
-            return delegate.rank();
-        }
-
-        @Override
-        public int size() {
-            return delegate.size();
-        }
-
-        @Override
-        public int nRanksPerNode() {
-            return delegate.nRanksPerNode();
-        }
-
-        @Override
-        public Mono<byte[]> allGather(byte[] local, Duration timeout) {
-            return delegate.allGather(local, timeout);
-        }
-
-        @Override
-        public Mono<Void> barrier(Duration timeout) {
-            return delegate.barrier(timeout);
-        }
-
-        @Override
-        public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) {
-            return delegate.broadcast(root, data, timeout);
-        }
-
-        @Override
-        public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
-            return delegate.send(peer, tag, data, timeout);
-        }
-
-        @Override
-        public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
-            return delegate.recv(peer, tag, timeout);
-        }
-
-        @Override
-        public void abort(String reason) {
-            delegate.abort(reason);
-        }
-
-        @Override
-        public void close() {
-            delegate.close();
-        }
-
-        @Override
-        public String toString() {
-            return "Forwarding[" + delegate + "]";
-        }
-    }
-
     private List<Bootstrap> wrapped(int n, Function<InMemoryBootstrap, Bootstrap> wrap) {
         List<InMemoryBootstrap> ranks = InMemoryBootstrap.group(n);
         opened.addAll(ranks);
@@ -107,13 +43,13 @@ class BootstrapChecksTest {
 
     @Test
     void passesThroughAnUnbrokenWrapper() {
-        BootstrapChecks.runAll(wrapped(3, Forwarding::new), WAIT);
+        BootstrapChecks.runAll(wrapped(3, ForwardingBootstrap::new), WAIT);
     }
 
     @Test
     void catchesTagsThatAreNotIndependentStreams() {
         // a bootstrap that ignores tags: the receive of tag 1 gets the message sent on tag 0
-        List<Bootstrap> ranks = wrapped(2, b -> new Forwarding(b) {
+        List<Bootstrap> ranks = wrapped(2, b -> new ForwardingBootstrap(b) {
             @Override
             public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
                 return delegate.send(peer, 0, data, timeout);
@@ -130,7 +66,7 @@ class BootstrapChecksTest {
 
     @Test
     void catchesAllGatherSlotsInTheWrongOrder() {
-        List<Bootstrap> ranks = wrapped(3, b -> new Forwarding(b) {
+        List<Bootstrap> ranks = wrapped(3, b -> new ForwardingBootstrap(b) {
             @Override
             public Mono<byte[]> allGather(byte[] local, Duration timeout) {
                 return delegate.allGather(local, timeout).map(all -> {
@@ -149,7 +85,7 @@ class BootstrapChecksTest {
 
     @Test
     void catchesAnImpossibleRanksPerNode() {
-        List<Bootstrap> ranks = wrapped(2, b -> new Forwarding(b) {
+        List<Bootstrap> ranks = wrapped(2, b -> new ForwardingBootstrap(b) {
             @Override
             public int nRanksPerNode() {
                 return rank() == 1 ? 0 : delegate.nRanksPerNode();
@@ -162,7 +98,7 @@ class BootstrapChecksTest {
     @Test
     void catchesOneCorruptedByteOfALargeAllGather() {
         int bytesPerRank = 100_000;
-        List<Bootstrap> ranks = wrapped(4, b -> new Forwarding(b) {
+        List<Bootstrap> ranks = wrapped(4, b -> new ForwardingBootstrap(b) {
             @Override
             public Mono<byte[]> allGather(byte[] local, Duration timeout) {
                 return delegate.allGather(local, timeout).doOnNext(all -> all[2 * bytesPerRank + 77] ^= 1);
@@ -177,7 +113,7 @@ class BootstrapChecksTest {
     @Test
     void reportsTheRanksThatDidNotFinishByTheDeadline() {
         // rank 3 of the job never runs the checks, so the others wait in the first allGather
-        List<Bootstrap> threeOfFour = wrapped(4, Forwarding::new).subList(0, 3);
+        List<Bootstrap> threeOfFour = wrapped(4, ForwardingBootstrap::new).subList(0, 3);
         AssertionError e = assertThrows(AssertionError.class,
                 () -> BootstrapChecks.runAll(threeOfFour, Duration.ofMillis(300)));
         assertMentions(e, "did not finish within 300 ms", "still running: ranks [0, 1, 2]");
@@ -185,7 +121,7 @@ class BootstrapChecksTest {
 
     @Test
     void rejectsRanksThatAreNotDistinctRanksOfOneJob() {
-        List<Bootstrap> ranks = wrapped(2, Forwarding::new);
+        List<Bootstrap> ranks = wrapped(2, ForwardingBootstrap::new);
         assertThrows(IllegalArgumentException.class,
                 () -> BootstrapChecks.runAll(List.of(ranks.get(0), ranks.get(0)), WAIT));
         assertThrows(IllegalArgumentException.class, () -> BootstrapChecks.runAll(List.of(), WAIT));

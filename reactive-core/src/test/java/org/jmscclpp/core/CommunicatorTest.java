@@ -306,65 +306,24 @@ class CommunicatorTest {
     }
 
     /** Logs "send peer/tag" and "recv peer/tag" (communicator tags) as the communicator subscribes them. */
-    private static final class RecordingBootstrap implements Bootstrap {
-        private final Bootstrap delegate;
+    private static final class RecordingBootstrap extends ForwardingBootstrap {
         private final List<String> log;
 
         RecordingBootstrap(Bootstrap delegate, List<String> log) {
-            this.delegate = delegate;
+            super(delegate);
             this.log = log;
         }
 
         @Override
-        public int rank() {
-            return delegate.rank();
-        }
-
-        @Override
-        public int size() {
-            return delegate.size();
-        }
-
-        @Override
-        public int nRanksPerNode() {
-            return delegate.nRanksPerNode();
-        }
-
-        @Override
-        public Mono<byte[]> allGather(byte[] local, Duration timeout) {
-            return delegate.allGather(local, timeout);
-        }
-
-        @Override
-        public Mono<Void> barrier(Duration timeout) {
-            return delegate.barrier(timeout);
-        }
-
-        @Override
-        public Mono<byte[]> broadcast(int root, byte[] data, Duration timeout) {
-            return delegate.broadcast(root, data, timeout);
-        }
-
-        @Override
         public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
-            return delegate.send(peer, tag, data, timeout)
+            return super.send(peer, tag, data, timeout)
                     .doOnSubscribe(s -> log.add("send " + peer + "/" + (tag & Communicator.MAX_TAG)));
         }
 
         @Override
         public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
-            return delegate.recv(peer, tag, timeout)
+            return super.recv(peer, tag, timeout)
                     .doOnSubscribe(s -> log.add("recv " + peer + "/" + (tag & Communicator.MAX_TAG)));
-        }
-
-        @Override
-        public void abort(String reason) {
-            delegate.abort(reason);
-        }
-
-        @Override
-        public void close() {
-            delegate.close();
         }
     }
 }

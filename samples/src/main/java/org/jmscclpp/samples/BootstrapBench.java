@@ -7,7 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.bootstrap.TcpBootstrap;
@@ -147,42 +146,25 @@ final class BootstrapBench {
     /** Runs {@code n} rank processes and reads rank 0's BENCH lines. */
     static Row measureProcs(int n, int iters, int warmup, PrintStream err) {
         Map<String, Double> values = new LinkedHashMap<>();
-        // what the ranks said besides BENCH lines, kept to explain a failure
-        ConcurrentLinkedDeque<String> chatter = new ConcurrentLinkedDeque<>();
         List<String> args = List.of("--iters", Integer.toString(iters), "--warmup", Integer.toString(warmup));
-        String error = null;
-        try (Launcher.Job job = Launcher.builder(n).sample(BenchRankSample.NAME, args).output(line -> {
-            Matcher m = BENCH_LINE.matcher(line.text());
-            if (line.rank() == 0 && !line.stderr() && m.matches()) {
-                synchronized (values) {
-                    values.put(m.group(2), Double.parseDouble(m.group(4)));
-                }
-            } else {
-                chatter.add("[rank " + line.rank() + "] " + line.text());
-                if (chatter.size() > 40) {
-                    chatter.pollFirst();
-                }
-            }
-        }).start()) {
-            if (!job.waitFor(PROCS_ROW_TIMEOUT)) {
-                error = "no result within " + PROCS_ROW_TIMEOUT.toSeconds() + " s";
-            } else if (job.firstFailure().isPresent()) {
-                Launcher.RankExit f = job.firstFailure().get();
-                error = "rank " + f.rank() + " exited with " + f.exitCode();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            error = "interrupted";
-        } catch (RuntimeException e) {
-            error = e.toString();
-        }
+        BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(n).sample(BenchRankSample.NAME, args),
+                PROCS_ROW_TIMEOUT, line -> {
+                    Matcher m = BENCH_LINE.matcher(line.text());
+                    if (line.rank() != 0 || line.stderr() || !m.matches()) {
+                        return false;
+                    }
+                    synchronized (values) {
+                        values.put(m.group(2), Double.parseDouble(m.group(4)));
+                    }
+                    return true;
+                });
         synchronized (values) {
+            String error = outcome.error();
             if (error == null && !values.containsKey(INIT)) {
                 error = "rank 0 printed no BENCH lines";
             }
             if (error != null) {
-                err.printf("bench: procs n=%d failed: %s; last output:%n", n, error);
-                chatter.forEach(l -> err.println("  " + l));
+                outcome.report(err, "procs n=" + n, error);
             }
             return new Row(n, "procs", Map.copyOf(values), Map.of(), null, error);
         }

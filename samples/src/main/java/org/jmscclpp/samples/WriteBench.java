@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
@@ -98,40 +97,21 @@ final class WriteBench {
 
     /** Runs the two ranks, adding rank 0's rows; returns what went wrong, or null. */
     private static @Nullable String measure(WriteBenchRankSample.Options o, List<Row> rows, PrintStream err) {
-        // what the ranks said besides WRITE lines, kept to explain a failure
-        ConcurrentLinkedDeque<String> chatter = new ConcurrentLinkedDeque<>();
-        String error = null;
-        try (Launcher.Job job = Launcher.builder(2).sample(WriteBenchRankSample.NAME, WriteBenchRankSample.args(o))
-                .output(line -> {
+        BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(2).sample(WriteBenchRankSample.NAME,
+                WriteBenchRankSample.args(o)), JOB_TIMEOUT, line -> {
                     Row row = line.rank() == 0 && !line.stderr() ? Row.parse(line.text()) : null;
-                    if (row != null) {
-                        synchronized (rows) {
-                            rows.add(row);
-                        }
-                    } else {
-                        chatter.add("[rank " + line.rank() + "] " + line.text());
-                        if (chatter.size() > 40) {
-                            chatter.pollFirst();
-                        }
+                    if (row == null) {
+                        return false;
                     }
-                }).start()) {
-            if (!job.waitFor(JOB_TIMEOUT)) {
-                error = "no result within " + JOB_TIMEOUT.toSeconds() + " s";
-            } else if (job.firstFailure().isPresent()) {
-                Launcher.RankExit f = job.firstFailure().get();
-                error = "rank " + f.rank() + " exited with " + f.exitCode();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            error = "interrupted";
-        } catch (RuntimeException e) {
-            error = e.toString();
+                    synchronized (rows) {
+                        rows.add(row);
+                    }
+                    return true;
+                });
+        if (outcome.error() != null) {
+            outcome.report(err, "write", outcome.error());
         }
-        if (error != null) {
-            err.printf("bench: write failed: %s; last output:%n", error);
-            chatter.forEach(l -> err.println("  " + l));
-        }
-        return error;
+        return outcome.error();
     }
 
     /** The markdown table, one row per size. */
