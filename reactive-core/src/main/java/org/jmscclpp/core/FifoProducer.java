@@ -18,7 +18,8 @@ import java.time.Duration;
  * correct.
  *
  * <p>Every call returns when its work is done; waits spin briefly, then park with a growing delay
- * (never holding a virtual thread's carrier for long), and end at a deadline.
+ * (never holding a virtual thread's carrier for long), and end at a deadline, or as soon as the
+ * proxy has written a stopped or failed state into the fifo's memory (see {@link Fifo}).
  */
 public final class FifoProducer {
 

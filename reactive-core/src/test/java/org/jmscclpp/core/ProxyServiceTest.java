@@ -372,6 +372,11 @@ class ProxyServiceTest {
                         () -> other.push(ProxyTrigger.of(ProxyTrigger.FLAG, 0, 0, 0, 0, 0, 0), STEP));
                 assertEquals(ErrorCode.ABORTED, e.code());
                 assertTrue(e.getMessage().contains("stopped at fifo position 1"), e.getMessage());
+                long start = System.nanoTime();
+                JmscclppException s = assertThrows(JmscclppException.class, () -> other.sync(pos + 1, STEP));
+                assertEquals(ErrorCode.ABORTED, s.code(), s.getMessage());
+                assertEquals("fifo sync", s.phase());
+                assertTrue(System.nanoTime() - start < STEP.toNanos() / 2, "sync gave up at once, not at its deadline");
             }
         }
     }
