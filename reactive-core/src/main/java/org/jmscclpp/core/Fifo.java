@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -20,7 +19,10 @@ import org.jspecify.annotations.Nullable;
  * <pre>
  *  offset        width   field
  *       0            8   head: positions claimed so far (producers' atomic fetch-add)
- *       8           56   unused, so that head has its cache line to itself
+ *       8            8   proxy state: 0 running or not started, 1 stopped, 2 failed (bits 8-15:
+ *                          the failure's ErrorCode ordinal + 1); the proxy's release store
+ *      16            8   the fifo position at which the proxy stopped or failed
+ *      24           40   unused, so that head and the state have their cache line to themselves
  *      64            8   tail: positions consumed so far (the proxy's release store)
  *      72           56   unused
  *     128       16 * C   ring: slot i holds the trigger of every position p with p mod C = i
@@ -40,6 +42,11 @@ import org.jspecify.annotations.Nullable;
  *       trigger or zeros, so a zeroed ring reads empty and a trigger whose words are all zero is a
  *       trigger like any other. After handling it the proxy stores {@code tail + 1} with release;
  *       slots are never cleared.</li>
+ *   <li>A proxy that stops or fails writes its position, then a non-zero state (release). A
+ *       producer checks the state after claiming a position and while it waits, and throws
+ *       instead of waiting for a consumer that will not come: {@link ErrorCode#ABORTED} when the
+ *       proxy stopped, {@link ErrorCode#REMOTE_ERROR} when it failed. Device code finds the state
+ *       at head's address + 8.</li>
  * </ul>
  *
  * <h2>Threads</h2>
@@ -224,20 +231,36 @@ public final class Fifo implements AutoCloseable {
      */
     public void encodeDeviceHandle(ByteBuffer out) {
         checkOpen("fifo device handle");
-        if (out.remaining() < FifoLayout.DEVICE_HANDLE_BYTES) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a fifo's device handle has "
-                    + FifoLayout.DEVICE_HANDLE_BYTES + " bytes, " + out.remaining() + " remain")
-                    .phase("fifo device handle").build();
-        }
-        ByteOrder order = out.order();
         long base = buffer.address();
-        out.order(ByteOrder.LITTLE_ENDIAN)
-                .putLong(base + FifoLayout.RING)
-                .putLong(base + FifoLayout.HEAD)
-                .putLong(base + FifoLayout.TAIL)
-                .putInt(capacity)
-                .putInt(0)
-                .order(order);
+        DeviceHandles.fifo(out, base + FifoLayout.RING, base + FifoLayout.HEAD, base + FifoLayout.TAIL, capacity);
+    }
+
+    /**
+     * Consumer only: tells producers that the proxy stopped at {@code position} and takes no more
+     * triggers; their waits end with {@link ErrorCode#ABORTED}. Does nothing once a state is set.
+     */
+    void markStopped(long position) {
+        markState(FifoLayout.STOPPED, position);
+    }
+
+    /**
+     * Consumer only: tells producers that the proxy failed with {@code code} at {@code position};
+     * their waits end with {@link ErrorCode#REMOTE_ERROR}. Does nothing once a state is set.
+     */
+    void markFailed(ErrorCode code, long position) {
+        markState(FifoLayout.failedState(code), position);
+    }
+
+    private void markState(long state, long position) {
+        checkOpen("fifo state");
+        try {
+            if ((long) WORD.getAcquire(segment, FifoLayout.STATE) == 0) {
+                WORD.set(segment, FifoLayout.STATE_POSITION, position);
+                WORD.setRelease(segment, FifoLayout.STATE, state);
+            }
+        } catch (IllegalStateException | WrongThreadException e) {
+            throw closedException("fifo state", e);
+        }
     }
 
     /** Frees the buffer; producers of this process fail from then on. Idempotent. */

@@ -11,6 +11,15 @@ final class FifoLayout {
     static final int LINE = 64;
     /** The producers' claim counter (u64, atomic fetch-add). */
     static final long HEAD = 0;
+    /**
+     * The proxy's state (u64, release store by the proxy, acquire load by producers): 0 while the
+     * proxy runs or has not started, {@link #STOPPED}, or {@link #FAILED} with the failure's
+     * {@link ErrorCode} ordinal in bits 8-15. It shares head's line, which every producer has just
+     * written, so checking it costs a push nothing; the proxy writes it once.
+     */
+    static final long STATE = 8;
+    /** The fifo position at which the proxy stopped or failed (u64, written before {@link #STATE}). */
+    static final long STATE_POSITION = 16;
     /** The proxy's consumed count (u64, release store). */
     static final long TAIL = LINE;
     /** First trigger slot. */
@@ -21,6 +30,11 @@ final class FifoLayout {
     static final int SND = 8;
     /** Bytes {@link Fifo#encodeDeviceHandle} writes. */
     static final int DEVICE_HANDLE_BYTES = 32;
+    /** {@link #STATE}: the proxy stopped and takes no more triggers. */
+    static final long STOPPED = 1;
+    /** {@link #STATE}: the proxy failed handling a trigger and takes no more. */
+    static final long FAILED = 2;
+
     /** Largest capacity: the buffer of 16-byte slots stays below 2^31 bytes, a direct buffer's limit. */
     static final int MAX_CAPACITY = 1 << 26;
 
@@ -48,6 +62,30 @@ final class FifoLayout {
     /** Offset of the slot that position {@code pos} uses; {@code mask} is capacity - 1. */
     static long slot(long pos, long mask) {
         return RING + (pos & mask) * TRIGGER_BYTES;
+    }
+
+    /** The {@link #STATE} word of a failure with {@code code}. */
+    static long failedState(ErrorCode code) {
+        return FAILED | (long) (code.ordinal() + 1) << 8;
+    }
+
+    /**
+     * The error a producer reports when it finds the proxy gone ({@code state} non-zero, as read
+     * from {@link #STATE}, {@code position} from {@link #STATE_POSITION}): {@link ErrorCode#ABORTED}
+     * when the proxy stopped, {@link ErrorCode#REMOTE_ERROR} naming the failure's code when it
+     * failed. The words may come from another process and are not trusted.
+     */
+    static JmscclppException proxyGone(long state, long position, String phase) {
+        if ((state & 0xFF) == FAILED) {
+            int ordinal = (int) (state >>> 8 & 0xFF) - 1;
+            ErrorCode[] codes = ErrorCode.values();
+            String code = ordinal >= 0 && ordinal < codes.length ? codes[ordinal].name() : "an unknown error";
+            return JmscclppException.builder(ErrorCode.REMOTE_ERROR, "the proxy failed with " + code
+                    + " handling the trigger at fifo position " + position + " and takes no more triggers")
+                    .phase(phase).build();
+        }
+        return JmscclppException.builder(ErrorCode.ABORTED, "the proxy stopped at fifo position " + position
+                + " and takes no more triggers").phase(phase).build();
     }
 
     /**

@@ -18,7 +18,8 @@ import java.time.Duration;
  * correct.
  *
  * <p>Every call returns when its work is done; waits spin briefly, then park with a growing delay
- * (never holding a virtual thread's carrier for long), and end at a deadline.
+ * (never holding a virtual thread's carrier for long), and end at a deadline, or as soon as the
+ * proxy has written a stopped or failed state into the fifo's memory (see {@link Fifo}).
  */
 public final class FifoProducer {
 
@@ -79,6 +80,9 @@ public final class FifoProducer {
      *                           written, so the proxy stops there and the fifo is broken for
      *                           every producer (a device producer would abort its kernel); the
      *                           same when the thread is interrupted while it waits;
+     *                           {@link ErrorCode#ABORTED} when the proxy has stopped, and
+     *                           {@link ErrorCode#REMOTE_ERROR} when it failed (found after claiming
+     *                           the position or while waiting for room);
      *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout or when the
      *                           fifo's memory is closed
      */
@@ -88,6 +92,10 @@ public final class FifoProducer {
         }
         try {
             long pos = (long) WORD.getAndAdd(segment, FifoLayout.HEAD, 1L);
+            long state = proxyState();
+            if (state != 0) {
+                throw proxyGone(state, "push");
+            }
             if (pos - capacity >= (long) CACHED_TAIL.getOpaque(this) && pos - capacity >= readTail()) {
                 awaitTailAbove(pos - capacity, timeout, "push");
             }
@@ -111,6 +119,8 @@ public final class FifoProducer {
      *
      * @throws JmscclppException {@link ErrorCode#TIMEOUT} after {@code timeout}, or when the
      *                           thread is interrupted while it waits, naming the tail;
+     *                           {@link ErrorCode#ABORTED} or {@link ErrorCode#REMOTE_ERROR} when
+     *                           the proxy stopped or failed before consuming {@code pos};
      *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout or when the
      *                           fifo's memory is closed
      */
@@ -140,7 +150,11 @@ public final class FifoProducer {
         // saturate: a timeout of centuries must not overflow after the position was claimed
         long nanos = timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT.toNanos() : timeout.toNanos();
         long deadline = System.nanoTime() + nanos;
-        if (!Waiting.await(() -> readTail() > pos, deadline)) {
+        boolean ended = Waiting.await(() -> readTail() > pos || proxyState() != 0, deadline);
+        if (ended && readTail() <= pos) {
+            throw proxyGone(proxyState(), phase);
+        }
+        if (!ended) {
             String why = Thread.currentThread().isInterrupted() ? "interrupted while waiting" : "waited "
                     + timeout.toMillis() + " ms";
             String detail = phase.equals("push")
@@ -150,6 +164,16 @@ public final class FifoProducer {
                     : "position " + pos + " was not consumed: " + why + " (tail is " + readTail() + ")";
             throw JmscclppException.builder(ErrorCode.TIMEOUT, detail).phase("fifo " + phase).build();
         }
+    }
+
+    /** The proxy's state word (acquire): 0 while it runs or has not started; see {@link FifoLayout#STATE}. */
+    long proxyState() {
+        return (long) WORD.getAcquire(segment, FifoLayout.STATE);
+    }
+
+    /** The error for a non-zero {@link #proxyState()}: ABORTED when the proxy stopped, REMOTE_ERROR when it failed. */
+    JmscclppException proxyGone(long state, String phase) {
+        return FifoLayout.proxyGone(state, (long) WORD.get(segment, FifoLayout.STATE_POSITION), "fifo " + phase);
     }
 
     private JmscclppException closed(String phase, RuntimeException cause) {

@@ -1,7 +1,6 @@
 package org.jmscclpp.core;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Mono;
 
@@ -16,7 +15,7 @@ import reactor.core.publisher.Mono;
 public final class Host2DeviceSemaphore implements AutoCloseable {
 
     /** Bytes of the encoded device handle: two 64-bit addresses. */
-    public static final int DEVICE_HANDLE_BYTES = 16;
+    public static final int DEVICE_HANDLE_BYTES = DeviceHandles.HOST2DEVICE_SEMAPHORE_BYTES;
 
     private final Semaphore semaphore;
     private final DeviceBuffer expected;
@@ -70,9 +69,29 @@ public final class Host2DeviceSemaphore implements AutoCloseable {
             this.expectedAddress = expected.address();
         }
 
-        /** Writes the {@value Host2DeviceSemaphore#DEVICE_HANDLE_BYTES}-byte device form at {@code out}'s position. */
+        /**
+         * Writes the {@value Host2DeviceSemaphore#DEVICE_HANDLE_BYTES}-byte device form at
+         * {@code out}'s position, little-endian (the buffer's own byte order is left as it was):
+         * <pre>
+         *  offset  width  field
+         *       0      8  address of this rank's inbound token
+         *       8      8  address of the expected-inbound word
+         * </pre>
+         *
+         * @return {@code out}
+         * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer bytes remain
+         */
         public ByteBuffer encode(ByteBuffer out) {
-            return out.order(ByteOrder.LITTLE_ENDIAN).putLong(inboundAddress).putLong(expectedAddress);
+            DeviceHandles.host2DeviceSemaphore(out, inboundAddress, expectedAddress);
+            return out;
+        }
+
+        long inboundAddress() {
+            return inboundAddress;
+        }
+
+        long expectedAddress() {
+            return expectedAddress;
         }
     }
 }

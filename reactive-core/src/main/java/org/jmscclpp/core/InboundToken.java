@@ -2,6 +2,7 @@ package org.jmscclpp.core;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -58,25 +59,40 @@ abstract class InboundToken {
      * consumes it; throws {@link ErrorCode#TIMEOUT} naming the peer after {@code timeout}.
      */
     public void wait(Duration timeout) {
-        await(timeout, true);
+        await(timeout, true, null);
     }
 
     /** {@link #wait(Duration)} without ordering the loads that follow (the token is read with opaque loads). */
     public void relaxedWait(Duration timeout) {
-        await(timeout, false);
+        await(timeout, false, null);
     }
 
-    private void await(Duration timeout, boolean acquire) {
+    /**
+     * {@link #wait(Duration)} that also gives up, consuming nothing and returning false, once
+     * {@code abandoned} holds (checked between looks at the token): for callers whose signal can
+     * no longer come, such as a channel whose proxy stopped.
+     */
+    boolean waitUnless(Duration timeout, BooleanSupplier abandoned) {
+        return await(timeout, true, abandoned);
+    }
+
+    private boolean await(Duration timeout, boolean acquire, @Nullable BooleanSupplier abandoned) {
         MemorySegment inbound = inbound();
         long target = Tokens.plain(expected(), 0) + 1;
-        boolean arrived = Waiting.await(() -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target,
+        BooleanSupplier arrivedNow = () -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target;
+        boolean arrived = Waiting.await(abandoned == null ? arrivedNow
+                        : () -> arrivedNow.getAsBoolean() || abandoned.getAsBoolean(),
                 System.nanoTime() + timeout.toNanos());
+        if (arrived && abandoned != null && !arrivedNow.getAsBoolean()) {
+            return false;
+        }
         if (!arrived) {
             throw JmscclppException.builder(ErrorCode.TIMEOUT, "no signal " + target + " within " + timeout.toMillis()
                     + " ms (inbound token is " + Tokens.acquire(inbound(), 0) + ")").rank(context.rank())
                     .peer(context.remoteRank()).tag(context.tag()).phase("device semaphore wait").build();
         }
         Tokens.setPlain(expected(), 0, target);
+        return true;
     }
 
     /** The inbound token's current value. */

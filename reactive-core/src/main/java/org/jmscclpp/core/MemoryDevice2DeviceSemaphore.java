@@ -2,7 +2,6 @@ package org.jmscclpp.core;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import reactor.core.publisher.Mono;
 import org.jspecify.annotations.Nullable;
 
@@ -17,7 +16,7 @@ import org.jspecify.annotations.Nullable;
 public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
 
     /** Bytes of the encoded device handle: three 64-bit addresses. */
-    public static final int DEVICE_HANDLE_BYTES = 24;
+    public static final int DEVICE_HANDLE_BYTES = DeviceHandles.MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES;
 
     private final Semaphore semaphore;
     private final DeviceBuffer expected;
@@ -87,10 +86,22 @@ public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
             Tokens.addRelease(hostView(remoteInbound), 0, 1);
         }
 
-        /** Writes the {@value MemoryDevice2DeviceSemaphore#DEVICE_HANDLE_BYTES}-byte device form at {@code out}'s position. */
+        /**
+         * Writes the {@value MemoryDevice2DeviceSemaphore#DEVICE_HANDLE_BYTES}-byte device form at
+         * {@code out}'s position, little-endian (the buffer's own byte order is left as it was):
+         * <pre>
+         *  offset  width  field
+         *       0      8  address of this rank's inbound token
+         *       8      8  address of the peer's inbound token, mapped here
+         *      16      8  address of the expected-inbound word
+         * </pre>
+         *
+         * @return {@code out}
+         * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer bytes remain
+         */
         public ByteBuffer encode(ByteBuffer out) {
-            return out.order(ByteOrder.LITTLE_ENDIAN).putLong(inboundAddress).putLong(remoteInboundAddress)
-                    .putLong(expectedAddress);
+            DeviceHandles.memoryDevice2DeviceSemaphore(out, inboundAddress, remoteInboundAddress, expectedAddress);
+            return out;
         }
     }
 }

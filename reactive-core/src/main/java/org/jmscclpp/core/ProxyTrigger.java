@@ -123,31 +123,61 @@ public final class ProxyTrigger {
     }
 
     public long size() {
-        return fst & WORD_MASK;
+        return size(fst);
     }
 
     public long srcOffset() {
-        return fst >>> 32;
+        return srcOffset(fst);
     }
 
     public long dstOffset() {
-        return snd & WORD_MASK;
+        return dstOffset(snd);
     }
 
     public int srcMemoryId() {
-        return (int) (snd >>> SRC_ID_SHIFT) & MAX_MEMORY_ID;
+        return srcMemoryId(snd);
     }
 
     public int dstMemoryId() {
-        return (int) (snd >>> DST_ID_SHIFT) & MAX_MEMORY_ID;
+        return dstMemoryId(snd);
     }
 
     /** The type bits: {@link #DATA}, {@link #FLAG}, {@link #SYNC} or-ed (0 only in a raw decoded trigger). */
     public int type() {
-        return (int) (snd >>> TYPE_SHIFT) & 7;
+        return type(snd);
     }
 
     public int semaphoreId() {
+        return semaphoreId(snd);
+    }
+
+    // Field extraction from raw words, for the proxy loop, which reads a fifo slot without making a trigger.
+
+    static long size(long fst) {
+        return fst & WORD_MASK;
+    }
+
+    static long srcOffset(long fst) {
+        return fst >>> 32;
+    }
+
+    static long dstOffset(long snd) {
+        return snd & WORD_MASK;
+    }
+
+    static int srcMemoryId(long snd) {
+        return (int) (snd >>> SRC_ID_SHIFT) & MAX_MEMORY_ID;
+    }
+
+    static int dstMemoryId(long snd) {
+        return (int) (snd >>> DST_ID_SHIFT) & MAX_MEMORY_ID;
+    }
+
+    static int type(long snd) {
+        return (int) (snd >>> TYPE_SHIFT) & 7;
+    }
+
+    static int semaphoreId(long snd) {
         return (int) (snd >>> SEMAPHORE_SHIFT) & MAX_SEMAPHORE_ID;
     }
 

@@ -1,0 +1,79 @@
+package org.jmscclpp.core;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The one encoder of the device handles that kernels receive: the byte layouts that
+ * {@link Fifo#encodeDeviceHandle}, {@link Host2DeviceSemaphore.DeviceHandle#encode},
+ * {@link MemoryDevice2DeviceSemaphore.DeviceHandle#encode} and
+ * {@link PortChannel#encodeDeviceHandle} document, each the field order of the MSCCL++ struct of
+ * the same name, with C's natural alignment made explicit by zero padding. Every handle is
+ * little-endian (as the GPUs and every host jmscclpp runs on), written at the buffer's position,
+ * which advances by the handle's size; the buffer's byte order is left as the caller set it.
+ * Backends and tests encode through here, so a layout exists once.
+ */
+final class DeviceHandles {
+
+    /** {@code Host2DeviceSemaphoreDeviceHandle}: inbound token, expected-inbound word. */
+    static final int HOST2DEVICE_SEMAPHORE_BYTES = 16;
+    /** {@code MemoryDevice2DeviceSemaphoreDeviceHandle}: inbound, remote inbound, expected-inbound. */
+    static final int MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES = 24;
+    /** {@code FifoDeviceHandle}: ring, head, tail, capacity, padding. */
+    static final int FIFO_BYTES = FifoLayout.DEVICE_HANDLE_BYTES;
+    /** {@code PortChannelDeviceHandle}; the diagram is in {@link PortChannel#encodeDeviceHandle}. */
+    static final int PORT_CHANNEL_BYTES = 72;
+
+    private DeviceHandles() {
+    }
+
+    static void host2DeviceSemaphore(ByteBuffer out, long inboundToken, long expectedInbound) {
+        ByteOrder order = begin(out, HOST2DEVICE_SEMAPHORE_BYTES, "a host-to-device semaphore's", "device semaphore handle");
+        out.putLong(inboundToken).putLong(expectedInbound).order(order);
+    }
+
+    static void memoryDevice2DeviceSemaphore(ByteBuffer out, long inboundToken, long remoteInboundToken,
+                                             long expectedInbound) {
+        ByteOrder order = begin(out, MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES, "a memory semaphore's",
+                "device semaphore handle");
+        out.putLong(inboundToken).putLong(remoteInboundToken).putLong(expectedInbound).order(order);
+    }
+
+    static void fifo(ByteBuffer out, long ring, long head, long tail, int capacity) {
+        ByteOrder order = begin(out, FIFO_BYTES, "a fifo's", "fifo device handle");
+        putFifo(out, ring, head, tail, capacity);
+        out.order(order);
+    }
+
+    /**
+     * {@code PortChannelDeviceHandle}: semaphore id, padding, the host-to-device semaphore's
+     * handle, the fifo's handle, the flushed-position word, destination and source memory ids.
+     */
+    static void portChannel(ByteBuffer out, int semaphoreId, long inboundToken, long expectedInbound, long ring,
+                            long head, long tail, int capacity, long flushedPosition, int dstMemoryId,
+                            int srcMemoryId) {
+        ByteOrder order = begin(out, PORT_CHANNEL_BYTES, "a port channel's", "port channel device handle");
+        out.putInt(semaphoreId).putInt(0).putLong(inboundToken).putLong(expectedInbound);
+        putFifo(out, ring, head, tail, capacity);
+        out.putLong(flushedPosition).putInt(dstMemoryId).putInt(srcMemoryId).order(order);
+    }
+
+    private static void putFifo(ByteBuffer out, long ring, long head, long tail, int capacity) {
+        out.putLong(ring).putLong(head).putLong(tail).putInt(capacity).putInt(0);
+    }
+
+    /** Checks the room, switches to little-endian and returns the caller's order. */
+    private static ByteOrder begin(ByteBuffer out, int bytes, String what, String phase) {
+        if (out.remaining() < bytes) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, what + " device handle has " + bytes + " bytes, "
+                    + out.remaining() + " remain").phase(phase).build();
+        }
+        if (out.isReadOnly()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the buffer for " + what + " device handle is "
+                    + "read-only").phase(phase).build();
+        }
+        ByteOrder order = out.order();
+        out.order(ByteOrder.LITTLE_ENDIAN);
+        return order;
+    }
+}
