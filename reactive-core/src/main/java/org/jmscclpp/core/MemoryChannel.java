@@ -203,8 +203,9 @@ public final class MemoryChannel {
      * Device side of a {@link MemoryChannel}: MSCCL++'s {@code MemoryChannelDeviceHandle} verbs
      * for Java threads that play the role of a kernel. Like device code, every method blocks the
      * calling thread until its work is done; use it from platform or virtual threads, never from a
-     * reactive pipeline. On GPU memory that the host cannot reach, every verb but the semaphore's
-     * is {@link ErrorCode#INVALID_USAGE}: only the CUDA version of the handle can use it.
+     * reactive pipeline. On GPU memory that the host cannot reach, the verbs that touch it are
+     * {@link ErrorCode#INVALID_USAGE}: only the CUDA version of the handle ({@link MemoryChannel#encodeDeviceHandle})
+     * can use such memory.
      *
      * <h2>Checks</h2>
      * Every offset, index and size is checked against the registered sizes of the memories before
