@@ -97,7 +97,8 @@ public final class MemoryChannel {
      * memory, receive memory, semaphore), so the two ends must call this at matching points. The
      * communicator owns the peer's memory and the semaphore.
      *
-     * <p>Emits the channel on a virtual thread of the communicator; errors as the communicator's
+     * <p>Emits the channel once the three steps are done, on the thread that finished the last (a
+     * virtual thread of the communicator, or the bootstrap's); errors as the communicator's
      * steps do ({@link ErrorCode#TIMEOUT}, {@link ErrorCode#REMOTE_ERROR}), and with
      * {@link ErrorCode#INVALID_USAGE} when a memory is not this rank's or the peer's is not mapped
      * here (see the constructor).
@@ -217,10 +218,12 @@ public final class MemoryChannel {
      * <h2>Thread groups</h2>
      * The overloads with {@code threadId} and {@code numThreads} are MSCCL++'s collective calls:
      * each of {@code numThreads} threads calls the verb with the same range and its own id, and
-     * does its share; together they do the whole range. The shares here are contiguous, cut at
-     * multiples of 64 bytes of the destination (whole cache lines, whole packets), in thread
-     * order: on a CPU, threads interleaving 16-byte elements as GPU threads do would keep stealing
-     * each other's cache lines. As on a GPU, the verb orders nothing between the threads: join
+     * does its share; together they do the whole range. The shares here are contiguous, in thread
+     * order, and cut at whole 64-byte blocks (of the bytes copied; of the packets, for the packet
+     * verbs), so no two threads write one cache line: on a CPU, threads interleaving 16-byte
+     * elements as GPU threads do would keep stealing each other's cache lines. The split depends
+     * only on the range and the group size, so a thread that filled (or will check) exactly its
+     * share of the data, on both ranks alike, needs no barrier around the packet verbs. As on a GPU, the verb orders nothing between the threads: join
      * them (or meet at a barrier) before one of them signals that the whole range is there.
      *
      * <h2>Memory order</h2>
