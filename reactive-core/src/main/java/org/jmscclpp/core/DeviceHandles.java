@@ -6,8 +6,8 @@ import java.nio.ByteOrder;
 /**
  * The one encoder of the device handles that kernels receive: the byte layouts that
  * {@link Fifo#encodeDeviceHandle}, {@link Host2DeviceSemaphore.DeviceHandle#encode},
- * {@link MemoryDevice2DeviceSemaphore.DeviceHandle#encode} and
- * {@link PortChannel#encodeDeviceHandle} document, each the field order of the MSCCL++ struct of
+ * {@link MemoryDevice2DeviceSemaphore.DeviceHandle#encode},
+ * {@link PortChannel#encodeDeviceHandle} and {@link MemoryChannel#encodeDeviceHandle} document, each the field order of the MSCCL++ struct of
  * the same name, with C's natural alignment made explicit by zero padding. Every handle is
  * little-endian (as the GPUs and every host jmscclpp runs on), written at the buffer's position,
  * which advances by the handle's size; the buffer's byte order is left as the caller set it.
@@ -23,6 +23,8 @@ final class DeviceHandles {
     static final int FIFO_BYTES = FifoLayout.DEVICE_HANDLE_BYTES;
     /** {@code PortChannelDeviceHandle}; the diagram is in {@link PortChannel#encodeDeviceHandle}. */
     static final int PORT_CHANNEL_BYTES = 72;
+    /** {@code MemoryChannelDeviceHandle}; the diagram is in {@link MemoryChannel#encodeDeviceHandle}. */
+    static final int MEMORY_CHANNEL_BYTES = MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES + 3 * Long.BYTES;
 
     private DeviceHandles() {
     }
@@ -56,6 +58,14 @@ final class DeviceHandles {
         out.putInt(semaphoreId).putInt(0).putLong(inboundToken).putLong(expectedInbound);
         putFifo(out, ring, head, tail, capacity);
         out.putLong(flushedPosition).putInt(dstMemoryId).putInt(srcMemoryId).order(order);
+    }
+
+    /** {@code MemoryChannelDeviceHandle}: the memory semaphore's handle, then dst, src and the packet buffer (or 0). */
+    static void memoryChannel(ByteBuffer out, MemoryDevice2DeviceSemaphore.DeviceHandle semaphore, long dst, long src,
+                              long packetBuffer) {
+        ByteOrder order = begin(out, MEMORY_CHANNEL_BYTES, "a memory channel's", "memory channel device handle");
+        semaphore.encode(out);
+        out.order(ByteOrder.LITTLE_ENDIAN).putLong(dst).putLong(src).putLong(packetBuffer).order(order);
     }
 
     private static void putFifo(ByteBuffer out, long ring, long head, long tail, int capacity) {

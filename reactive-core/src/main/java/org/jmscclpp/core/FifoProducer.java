@@ -26,7 +26,6 @@ public final class FifoProducer {
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle CACHED_TAIL;
     /** Longest wait: longer timeouts are cut to it, so that the deadline arithmetic cannot overflow. */
-    private static final Duration MAX_WAIT = Duration.ofDays(365);
 
     static {
         try {
@@ -147,9 +146,8 @@ public final class FifoProducer {
     }
 
     private void awaitTailAbove(long pos, Duration timeout, String phase) {
-        // saturate: a timeout of centuries must not overflow after the position was claimed
-        long nanos = timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT.toNanos() : timeout.toNanos();
-        long deadline = System.nanoTime() + nanos;
+        // saturated: a timeout of centuries must not overflow after the position was claimed
+        long deadline = Waiting.deadline(timeout);
         boolean ended = Waiting.await(() -> readTail() > pos || proxyState() != 0, deadline);
         if (ended && readTail() <= pos) {
             throw proxyGone(proxyState(), phase);

@@ -82,7 +82,7 @@ abstract class InboundToken {
         BooleanSupplier arrivedNow = () -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target;
         boolean arrived = Waiting.await(abandoned == null ? arrivedNow
                         : () -> arrivedNow.getAsBoolean() || abandoned.getAsBoolean(),
-                System.nanoTime() + timeout.toNanos());
+                Waiting.deadline(timeout));
         if (arrived && abandoned != null && !arrivedNow.getAsBoolean()) {
             return false;
         }

@@ -69,7 +69,7 @@ public final class LL8Packet {
         String phase = "LL8 read";
         Packets.checkFlag(flag, null, phase);
         Packets.checkPackets(packets, offset, PAYLOAD_BYTES, BYTES, PAYLOAD_BYTES, null, phase);
-        long deadline = Packets.deadline(timeout);
+        long deadline = Waiting.deadline(timeout);
         try {
             if (!arrived(packets, offset, flag) && !Waiting.await(() -> arrived(packets, offset, flag), deadline)) {
                 throw Packets.timeout(null, phase, 0, offset, flags(packets, offset), flag, timeout);
@@ -114,7 +114,7 @@ public final class LL8Packet {
         Packets.checkRange(dataOffset, payloadBytes, data.byteSize(), "the data", null, phase);
         long count = payloadBytes / PAYLOAD_BYTES;
         try {
-            long done = unpack(packets, packetOffset, data, dataOffset, count, flag, Packets.deadline(timeout));
+            long done = unpack(packets, packetOffset, data, dataOffset, count, flag, Waiting.deadline(timeout));
             if (done < count) {
                 long at = packetOffset + done * BYTES;
                 throw Packets.timeout(null, phase, done, at, flags(packets, at), flag, timeout);

@@ -55,7 +55,7 @@ import reactor.core.publisher.Mono;
 public final class MemoryChannel {
 
     /** Bytes of the device form ({@link #encodeDeviceHandle}). */
-    public static final int DEVICE_HANDLE_BYTES = MemoryChannelLayout.DEVICE_HANDLE_BYTES;
+    public static final int DEVICE_HANDLE_BYTES = DeviceHandles.MEMORY_CHANNEL_BYTES;
 
     private final MemoryDevice2DeviceSemaphore semaphore;
     private final RegisteredMemory dst;
@@ -159,17 +159,24 @@ public final class MemoryChannel {
     }
 
     /**
-     * Writes what a CUDA kernel gets, {@value #DEVICE_HANDLE_BYTES} bytes laid out as
-     * {@link MemoryChannelLayout} documents (semaphore token addresses, then the addresses of
-     * {@code dst}, {@code src} and the packet buffer or 0), at {@code out}'s position; the
-     * buffer's byte order is left as it was.
+     * Writes what a CUDA kernel gets, the field order of MSCCL++'s {@code MemoryChannelDeviceHandle},
+     * at {@code out}'s position (which advances by {@value #DEVICE_HANDLE_BYTES}); the buffer's byte
+     * order is left as it was. Little-endian 64-bit addresses, each valid in this process:
+     * <pre>
+     *  offset  width  field
+     *       0      8  semaphore: this rank's inbound token, which the peer signals
+     *       8      8  semaphore: the peer's inbound token, mapped here, which this rank signals
+     *      16      8  semaphore: this rank's expected-inbound word
+     *      24      8  dst: the peer's memory, mapped here
+     *      32      8  src: this rank's memory
+     *      40      8  packet buffer: this rank's, or 0 when the channel has none
+     * </pre>
      *
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer bytes remain, or a memory is closed
      */
     public void encodeDeviceHandle(ByteBuffer out) {
-        ConnectionContext context = semaphore.semaphore().connection().context();
-        MemoryChannelLayout.encode(out, semaphore.deviceHandle(), dst.address(), src.address(),
-                packetBuffer == null ? 0 : packetBuffer.address(), context);
+        DeviceHandles.memoryChannel(out, semaphore.deviceHandle(), dst.address(), src.address(),
+                packetBuffer == null ? 0 : packetBuffer.address());
     }
 
     @Override
@@ -513,7 +520,7 @@ public final class MemoryChannel {
         private void unpackPackets(boolean ll16, long targetOffset, long originOffset, long bytes, int threadId,
                                    int numThreads, int flag, Duration timeout) {
             String phase = ll16 ? "memory channel unpackPackets" : "memory channel unpackLL8Packets";
-            long deadline = Packets.deadline(timeout);
+            long deadline = Waiting.deadline(timeout);
             int packetBytes = ll16 ? LL16Packet.BYTES : LL8Packet.BYTES;
             int payloadBytes = ll16 ? LL16Packet.PAYLOAD_BYTES : LL8Packet.PAYLOAD_BYTES;
             if (!hasPacketBuffer) {

@@ -24,8 +24,6 @@ final class Packets {
     static final ValueLayout.OfLong PAYLOAD64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfInt PAYLOAD32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    /** Longest wait: longer timeouts are cut to it, so the deadline arithmetic cannot overflow. */
-    private static final long MAX_WAIT_NANOS = Duration.ofDays(365).toNanos();
     private static final long LOW = 0xFFFF_FFFFL;
 
     private Packets() {
@@ -41,13 +39,6 @@ final class Packets {
 
     static long dataOf(long word) {
         return word & LOW;
-    }
-
-    /** {@link System#nanoTime()} at which a wait of {@code timeout} that starts now ends; negative timeouts end now. */
-    static long deadline(Duration timeout) {
-        long nanos = timeout.isNegative() ? 0 : timeout.compareTo(Duration.ofNanos(MAX_WAIT_NANOS)) > 0
-                ? MAX_WAIT_NANOS : timeout.toNanos();
-        return System.nanoTime() + nanos;
     }
 
     /** Flag 0 is what a zeroed or cleared packet holds: a reader could not tell a packet written with it from none. */

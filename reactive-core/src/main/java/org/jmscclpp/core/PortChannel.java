@@ -30,7 +30,6 @@ public final class PortChannel {
     public static final int DEVICE_HANDLE_BYTES = DeviceHandles.PORT_CHANNEL_BYTES;
 
     /** Longest wait: longer timeouts are cut to it, so that deadline arithmetic cannot overflow. */
-    private static final Duration MAX_WAIT = Duration.ofDays(365);
 
     private final ProxyService service;
     private final SemaphoreId semaphoreId;
@@ -171,7 +170,7 @@ public final class PortChannel {
      */
     public void wait(Duration timeout) {
         try {
-            if (!handle.waitUnless(timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout,
+            if (!handle.waitUnless(Waiting.bounded(timeout),
                     () -> producer.proxyState() != 0)) {
                 throw gone(producer.proxyState(), "wait");
             }
@@ -240,7 +239,7 @@ public final class PortChannel {
         ProxyTrigger trigger = ProxyTrigger.of(type, dst.value(), dstOffset, src.value(), srcOffset, size,
                 semaphoreId.value());
         try {
-            return producer.push(trigger, timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout);
+            return producer.push(trigger, Waiting.bounded(timeout));
         } catch (JmscclppException e) {
             throw located(e, phase);
         }
@@ -273,7 +272,7 @@ public final class PortChannel {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the timeout is negative: " + timeout)
                     .phase("port channel").build();
         }
-        return System.nanoTime() + (timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout).toNanos();
+        return Waiting.deadline(timeout);
     }
 
     /** The error for a proxy that stopped or failed, with the failure (when in this process) as the cause. */

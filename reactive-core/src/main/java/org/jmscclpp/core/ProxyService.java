@@ -351,9 +351,7 @@ public final class ProxyService implements AutoCloseable {
         if (t == null) {
             loop.endUnstarted();
         } else {
-            long nanos = timeout.compareTo(Duration.ofDays(365)) > 0 ? Duration.ofDays(365).toNanos()
-                    : Math.max(0, timeout.toNanos());
-            loop.requestStop(System.nanoTime() + nanos);
+            loop.requestStop(Waiting.deadline(timeout));
         }
     }
 

@@ -26,7 +26,20 @@ final class Waiting {
     static final Scheduler VIRTUAL = Schedulers.fromExecutor(
             task -> Thread.ofVirtual().name("jmscclpp-wait").start(task));
 
+    /** Longest wait: longer timeouts are cut to it, so deadline arithmetic never overflows. */
+    static final Duration MAX_WAIT = Duration.ofDays(365);
+
     private Waiting() {
+    }
+
+    /** {@code timeout}, cut to {@link #MAX_WAIT}; negative timeouts count as zero. */
+    static Duration bounded(Duration timeout) {
+        return timeout.isNegative() ? Duration.ZERO : timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout;
+    }
+
+    /** The {@link System#nanoTime()} at which a wait of {@code timeout} starting now ends (see {@link #bounded}). */
+    static long deadline(Duration timeout) {
+        return System.nanoTime() + bounded(timeout).toNanos();
     }
 
     /**
@@ -67,7 +80,7 @@ final class Waiting {
             if (condition.getAsBoolean()) {
                 return Mono.empty();
             }
-            long deadline = System.nanoTime() + timeout.toNanos();
+            long deadline = deadline(timeout);
             return Mono.<Void>create(sink -> {
                 Thread waiter = Thread.ofVirtual().name("jmscclpp-wait").unstarted(() -> {
                     if (await(condition, deadline)) {
