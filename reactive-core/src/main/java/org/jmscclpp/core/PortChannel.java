@@ -29,8 +29,6 @@ public final class PortChannel {
     /** Bytes of {@link #encodeDeviceHandle}. */
     public static final int DEVICE_HANDLE_BYTES = DeviceHandles.PORT_CHANNEL_BYTES;
 
-    /** Longest wait: longer timeouts are cut to it, so that deadline arithmetic cannot overflow. */
-
     private final ProxyService service;
     private final SemaphoreId semaphoreId;
     private final MemoryId dst;

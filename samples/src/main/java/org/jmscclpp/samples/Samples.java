@@ -19,6 +19,8 @@ final class Samples {
         add(new Entry(AllGatherSample.NAME, AllGatherSample.SYNOPSIS, false, new AllGatherSample()));
         add(new Entry(MeshDemo.NAME, "the README's communicator pipeline as one Mono: mesh over HOST_IPC, write, "
                 + "signal, wait, check", false, new MeshDemo()));
+        add(new Entry(PortChannelDemo.NAME, "the README's proxy example: port channels, a Java kernel puts and "
+                + "flushes, flush completions drive a barrier, check", false, new PortChannelDemo()));
         add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
                 + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
                 true, ExitCodeSample.exitCode()));

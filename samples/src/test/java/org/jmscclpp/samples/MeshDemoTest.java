@@ -43,6 +43,25 @@ class MeshDemoTest {
         }
     }
 
+    /** Three rank processes run the README's proxy example: flush completions drive the barrier. */
+    @Test
+    @Timeout(180)
+    void threeRanksRunThePortChannelExample() throws Exception {
+        ConcurrentLinkedQueue<Launcher.OutputLine> lines = new ConcurrentLinkedQueue<>();
+        try (Launcher.Job job = Launcher.builder(3).sample(PortChannelDemo.NAME, List.of())
+                .env(Map.of("JMSCCLPP_SHM_DIR", shm.toString())).output(lines::add).start()) {
+            assertTrue(job.waitFor(Duration.ofSeconds(120)), "ranks still running");
+            String all = lines.stream().map(l -> "[rank " + l.rank() + "] " + l.text()).collect(Collectors.joining("\n"));
+            assertTrue(job.firstFailure().isEmpty(), () -> "failed: " + job.firstFailure() + "\n" + all);
+            assertTrue(lines.stream().anyMatch(l -> l.rank() == 0 && l.text().equals(PortChannelDemo.NAME
+                    + ": 3 ranks; 2 flush completions of 65536 bytes each drove the barrier; every slice checked: OK")),
+                    all);
+        }
+        try (Stream<Path> left = Files.list(shm)) {
+            assertEquals(List.of(), left.toList(), "every rank closed its shared memory");
+        }
+    }
+
     @Test
     void theCheckFindsAWrongByte() {
         try (Arena arena = Arena.ofConfined()) {
