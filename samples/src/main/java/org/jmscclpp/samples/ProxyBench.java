@@ -31,7 +31,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class ProxyBench {
 
-    static final String SYNOPSIS = "jmscclpp bench proxy [--iters 20000] [--warmup 5000] [--triggers 100000]"
+    static final String SYNOPSIS = "jmscclpp bench proxy [--iters 10000] [--warmup 2000] [--triggers 100000]"
             + " [--rounds 5] [--threads 4]";
 
     /** Virtual-thread poller cost over platform-thread poller cost, at most. */

@@ -335,8 +335,8 @@ final class ProxyBenchRankSample implements Sample {
     }
 
     static Options parse(List<String> args) {
-        int iters = 20_000;
-        int warmup = 5_000;
+        int iters = 10_000;
+        int warmup = 2_000;
         int triggers = 100_000;
         int rounds = 5;
         int threads = 4;

@@ -109,12 +109,12 @@ class ProxyBenchTest {
     @Test
     void largeSizesGetFewerRoundTripsAndTheFloorTheSameCounts() {
         ProxyBenchRankSample.Options o = ProxyBenchRankSample.parse(List.of());
-        assertEquals(new ProxyBenchRankSample.Options(20_000, 5_000, 100_000, 5, 4), o);
-        assertEquals(List.of(new ShmPingPongFloor.Size(1, 20_000, 5_000), new ShmPingPongFloor.Size(1024, 20_000, 5_000),
+        assertEquals(new ProxyBenchRankSample.Options(10_000, 2_000, 100_000, 5, 4), o);
+        assertEquals(List.of(new ShmPingPongFloor.Size(1, 10_000, 2_000), new ShmPingPongFloor.Size(1024, 10_000, 2_000),
                 new ShmPingPongFloor.Size(1 << 20, 128, 32), new ShmPingPongFloor.Size(4 << 20, 32, 8)),
                 ProxyBench.sizes(o));
-        assertEquals(ProxyBenchRankSample.MIN_ITERS, ProxyBenchRankSample.itersFor(1 << 28, 20_000));
-        assertEquals(2, ProxyBenchRankSample.warmupFor(1 << 28, 5_000));
+        assertEquals(ProxyBenchRankSample.MIN_ITERS, ProxyBenchRankSample.itersFor(1 << 28, 10_000));
+        assertEquals(2, ProxyBenchRankSample.warmupFor(1 << 28, 2_000));
         assertEquals(0, ProxyBenchRankSample.warmupFor(1, 0));
         assertEquals(List.of("--iters", "7", "--warmup", "0", "--triggers", "9", "--rounds", "3", "--threads", "2"),
                 ProxyBenchRankSample.args(ProxyBenchRankSample.parse(ProxyBenchRankSample.args(
