@@ -346,7 +346,7 @@ final class CommunicatorRankMain {
      *
      * @throws AssertionError when any is not 0, naming them
      */
-    private static String leftovers(Path dir) throws IOException {
+    static String leftovers(Path dir) throws IOException {
         Path abs = dir.toAbsolutePath();
         String mine = "jmscclpp-" + ProcessHandle.current().pid() + "-";
         List<String> files;

@@ -16,11 +16,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jmscclpp.core.ProxyService;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -28,7 +30,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * with a {@link TcpBootstrap} and its own host backend over one shared-memory directory, so peers'
  * buffers reach a rank only through HOST_IPC handles, mapped files and the bootstrap. Ports of
  * MSCCL++'s CommunicatorTest (BasicWrite, WriteWithHostSemaphores, WriteWithDeviceSemaphores) with
- * 2 and 4 ranks, and a peer killed during setup. After each test the directory must be empty:
+ * 2 and 4 ranks, a peer killed during setup, and PortChannelOneToOneTest's ping-pongs with a proxy
+ * service per rank process. After each test the directory must be empty:
  * ranks that succeed close everything (and check they hold nothing of it), ranks that fail leave
  * their files to the JVM's exit hook.
  */
@@ -123,6 +126,42 @@ class MultiProcessCommunicatorTest {
             assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
         }
         assertTrue(problems.isEmpty(), String.join("\n", problems));
+        assertDirectoryEmpty();
+    }
+
+    /**
+     * MSCCL++'s PortChannelOneToOneTest.PingPong and PingPongWithPoll between two rank processes
+     * ({@link PortChannelRankMain}), each with its own proxy service of {@code poller}: 1, 1K, 1M
+     * and 4M ints, every element checked every turn, first with {@code wait()}, then spinning on
+     * {@code poll()}. 1000 turns for the small sizes, 32 and 8 for 1M and 4M ints (see
+     * {@link PortChannelRankMain#turns}). The directory ends empty.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(ProxyService.Poller.class)
+    void portChannelPingPongBetweenTwoProcesses(ProxyService.Poller poller) throws IOException {
+        RankProcesses job = jobs.open("port-channel-" + poller, PortChannelRankMain.class);
+        String address = "127.0.0.1:" + freePort();
+        for (int r = 0; r < 2; r++) {
+            job.start(r, List.of("rank=" + r, "address=" + address, "shm-dir=" + shm, "poller=" + poller,
+                    "modes=wait,poll"), Map.of());
+        }
+        for (int r = 0; r < 2; r++) {
+            job.awaitLine(r, "OK ping-pong"::equals, START.multipliedBy(2));
+            job.awaitLine(r, "CLOSED-CLEAN files=0 fds=0 maps=0"::equals, START);
+        }
+        for (int r = 0; r < 2; r++) {
+            assertEquals(RankMain.EXIT_OK, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        for (String mode : List.of("wait", "poll")) {
+            for (int ints : PortChannelRankMain.SIZES) {
+                String prefix = "PINGPONG mode=" + mode + " ints=" + ints + " turns=" + PortChannelRankMain.turns(ints)
+                        + " ms=";
+                for (int r = 0; r < 2; r++) {
+                    System.out.printf("port channel %s rank %d: %s%n", poller, r,
+                            job.awaitLineStartingWith(r, prefix, Duration.ZERO));
+                }
+            }
+        }
         assertDirectoryEmpty();
     }
 

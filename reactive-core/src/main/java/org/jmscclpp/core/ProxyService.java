@@ -229,6 +229,23 @@ public final class ProxyService implements AutoCloseable {
         return fifo.capacity();
     }
 
+    /**
+     * The memory of the service's fifo, laid out as {@link Fifo} says: what a producer in another
+     * process of this host pushes into. Register it for an IPC transport, send it to that process,
+     * and there call {@link Fifo#producer(DeviceBuffer, int)} on the mapping with
+     * {@link #fifoCapacity()}. The service owns the buffer and frees it on {@link #close()};
+     * the loop marks the fifo stopped before, so pushes through a mapping then end with
+     * {@link ErrorCode#ABORTED}.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the service is closed
+     */
+    public DeviceBuffer fifoBuffer() {
+        synchronized (lock) {
+            checkOpen("fifoBuffer");
+            return fifo.buffer();
+        }
+    }
+
     // ------------------------------------------------------------------------------------------
     // lifecycle
 

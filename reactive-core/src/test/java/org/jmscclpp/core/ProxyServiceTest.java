@@ -354,12 +354,17 @@ class ProxyServiceTest {
         }
     }
 
-    /** A producer in another mapping of the fifo (another process, in real use) sees the stop in the fifo's memory. */
+    /**
+     * A producer in another mapping of the fifo (another process, in real use) reaches the loop
+     * and sees the stop in the fifo's memory; the public buffer is the fifo's.
+     */
     @Test
     void aProducerOnAnotherMappingSeesTheStop() {
         try (ProxyFixture f = new ProxyFixture(dir, 1, 64)) {
             ProxyService p = f.proxy(0);
-            DeviceBuffer fifo = p.fifo().buffer();
+            DeviceBuffer fifo = p.fifoBuffer();
+            assertSame(p.fifo().buffer(), fifo);
+            assertEquals(FifoLayout.bytes(p.fifoCapacity()), fifo.size());
             byte[] handle = f.group.backend.exportMemory(fifo, Transport.HOST_IPC);
             try (DeviceBuffer mapping = f.group.backend.importMemory(Transport.HOST_IPC, handle, fifo.size())) {
                 FifoProducer other = Fifo.producer(mapping, p.fifoCapacity());
@@ -393,6 +398,7 @@ class ProxyServiceTest {
             assertTrue(Waiting.await(() -> p.fifo().isClosed() && p.flushedWords().isClosed(),
                     System.nanoTime() + STEP.toNanos()), "the loop freed the fifo and the words");
             assertInvalid("closed", () -> p.addMemory(f.memories.get(0)));
+            assertInvalid("closed", p::fifoBuffer);
             p.close();
         }
     }

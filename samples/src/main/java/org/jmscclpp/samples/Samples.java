@@ -30,6 +30,8 @@ final class Samples {
                 true, new BenchRankSample()));
         add(new Entry(WriteBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench write'", true,
                 new WriteBenchRankSample()));
+        add(new Entry(ProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy'", true,
+                new ProxyBenchRankSample()));
     }
 
     private Samples() {
