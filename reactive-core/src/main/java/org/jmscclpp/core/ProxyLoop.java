@@ -20,7 +20,7 @@ import reactor.core.publisher.Sinks;
  * words and {@link FlushCompletion}s.
  *
  * <h2>Waiting</h2>
- * With nothing to do the loop spins {@link Waiting#SPINS} times with {@link Thread#onSpinWait()},
+ * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()},
  * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS}: a virtual thread poller never
  * holds its carrier for long, and a stop, a flush finished on another thread or a delivered
  * completion unparks it at once.
@@ -172,8 +172,7 @@ final class ProxyLoop implements Runnable {
 
     private void poll() {
         Thread self = Thread.currentThread();
-        int spins = 0;
-        long park = FIRST_PARK_NANOS;
+        Waiting.Backoff backoff = new Waiting.Backoff(MAX_PARK_NANOS);
         while (!stopRequested.get()) {
             boolean progress = progressFlushes(self);
             if (failure != null) {
@@ -191,17 +190,14 @@ final class ProxyLoop implements Runnable {
                 progress = true;
             }
             if (progress) {
-                spins = 0;
-                park = FIRST_PARK_NANOS;
-            } else if (spins < Waiting.SPINS) {
-                spins++;
-                Thread.onSpinWait();
+                backoff.reset();
+            } else if (backoff.spinning()) {
+                continue;
             } else if (Thread.interrupted()) {
                 // nobody but the service should stop its thread; an interrupt is taken as a stop
                 requestStop(System.nanoTime() + ProxyService.DEFAULT_STOP_TIMEOUT.toNanos());
             } else {
-                LockSupport.parkNanos(park);
-                park = Math.min(park * 2, MAX_PARK_NANOS);
+                backoff.park(MAX_PARK_NANOS);
             }
         }
     }
