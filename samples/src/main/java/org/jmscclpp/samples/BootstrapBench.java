@@ -271,24 +271,8 @@ final class BootstrapBench {
             }
             cells.add(line);
         }
-        int[] width = new int[header.size()];
-        for (int c = 0; c < width.length; c++) {
-            width[c] = Math.max(3, header.get(c).length());
-            for (List<String> line : cells) {
-                width[c] = Math.max(width[c], line.get(c).length());
-            }
-        }
-        StringBuilder sb = new StringBuilder();
-        appendLine(sb, header, width);
-        List<String> rule = new ArrayList<>();
-        for (int c = 0; c < width.length; c++) {
-            // numbers right-aligned, the mode column left-aligned
-            rule.add(c == 1 ? "-".repeat(width[c]) : "-".repeat(width[c] - 1) + ":");
-        }
-        appendLine(sb, rule, width);
-        for (List<String> line : cells) {
-            appendLine(sb, line, width);
-        }
+        // numbers right-aligned, the mode column left-aligned
+        StringBuilder sb = new StringBuilder(MarkdownTable.render(header, cells, c -> c == 1));
         if (withMpi) {
             sb.append("\nours/MPI: above 1 means slower for times, faster for GB/s\n");
         }
@@ -309,15 +293,5 @@ final class BootstrapBench {
 
     private static String format(double v, int decimals) {
         return String.format(Locale.ROOT, "%." + decimals + "f", v);
-    }
-
-    private static void appendLine(StringBuilder sb, List<String> cells, int[] width) {
-        sb.append('|');
-        for (int c = 0; c < cells.size(); c++) {
-            String s = cells.get(c);
-            String pad = " ".repeat(width[c] - s.length());
-            sb.append(' ').append(c == 1 ? s + pad : pad + s).append(" |");
-        }
-        sb.append('\n');
     }
 }
