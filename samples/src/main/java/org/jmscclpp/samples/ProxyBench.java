@@ -106,12 +106,9 @@ final class ProxyBench {
     }
 
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        ProxyBenchRankSample.Options o;
-        try {
-            o = ProxyBenchRankSample.parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println("jmscclpp bench proxy: " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        ProxyBenchRankSample.Options o =
+                BenchArgs.parseOrPrintUsage(args, ProxyBenchRankSample::parse, "jmscclpp bench proxy", SYNOPSIS, err);
+        if (o == null) {
             return Main.USAGE;
         }
         err.println("bench: proxy, 2 processes, virtual-thread then platform-thread poller ...");

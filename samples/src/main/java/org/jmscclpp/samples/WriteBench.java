@@ -60,12 +60,9 @@ final class WriteBench {
     }
 
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        WriteBenchRankSample.Options o;
-        try {
-            o = WriteBenchRankSample.parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println("jmscclpp bench write: " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        WriteBenchRankSample.Options o =
+                BenchArgs.parseOrPrintUsage(args, WriteBenchRankSample::parse, "jmscclpp bench write", SYNOPSIS, err);
+        if (o == null) {
             return Main.USAGE;
         }
         err.printf("bench: write, 2 processes, %s to %s ...%n", ByteSizes.label(o.min()), ByteSizes.label(o.max()));
