@@ -42,31 +42,25 @@ public final class LL16Packet {
     /** Payload bytes one packet carries. */
     public static final int PAYLOAD_BYTES = 8;
 
+    /** This format: the verbs written once in {@link PacketFormat}, and {@link MemoryChannel}'s packet verbs. */
+    static final PacketFormat FORMAT = new Format();
+
     private LL16Packet() {
     }
 
     /** Bytes of packets that carry {@code payloadBytes} of payload: twice as many. */
     public static long bufferBytes(long payloadBytes) {
-        Packets.checkMultiple(payloadBytes, PAYLOAD_BYTES, "payload size", null, "LL16 buffer size");
-        Packets.checkRange(0, payloadBytes, Long.MAX_VALUE / 2, "the largest payload", null, "LL16 buffer size");
-        return 2 * payloadBytes;
+        return FORMAT.bufferBytes(payloadBytes);
     }
 
     /** Writes one packet at {@code offset}: {@code data1} and {@code data2} with {@code flag} in both halves. */
     public static void write(MemorySegment packets, long offset, int data1, int data2, int flag) {
-        String phase = "LL16 write";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, offset, PAYLOAD_BYTES, BYTES, PAYLOAD_BYTES, null, phase);
-        try {
-            store(packets, offset, data1, data2, flag);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.write(packets, offset, Integer.toUnsignedLong(data1) | ((long) data2 << 32), flag);
     }
 
     /** Writes one packet carrying {@code payload}: its low 32 bits as {@code data1}, its high 32 bits as {@code data2}. */
     public static void write(MemorySegment packets, long offset, long payload, int flag) {
-        write(packets, offset, (int) payload, (int) (payload >>> 32), flag);
+        FORMAT.write(packets, offset, payload, flag);
     }
 
     /**
@@ -77,18 +71,7 @@ public final class LL16Packet {
      *                           is interrupted, naming the flags found
      */
     public static long read(MemorySegment packets, long offset, int flag, Duration timeout) {
-        String phase = "LL16 read";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, offset, PAYLOAD_BYTES, BYTES, PAYLOAD_BYTES, null, phase);
-        long deadline = Waiting.deadline(timeout);
-        try {
-            if (!arrived(packets, offset, flag) && !Waiting.await(() -> arrived(packets, offset, flag), deadline)) {
-                throw Packets.timeout(null, phase, 0, offset, flags(packets, offset), flag, timeout);
-            }
-            return payload(packets, offset);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        return FORMAT.read(packets, offset, flag, timeout);
     }
 
     /**
@@ -98,15 +81,7 @@ public final class LL16Packet {
      */
     public static void copyToPackets(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset,
                                      long payloadBytes, int flag) {
-        String phase = "LL16 copyToPackets";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, packetOffset, payloadBytes, BYTES, PAYLOAD_BYTES, null, phase);
-        Packets.checkRange(dataOffset, payloadBytes, data.byteSize(), "the data", null, phase);
-        try {
-            pack(packets, packetOffset, data, dataOffset, payloadBytes / PAYLOAD_BYTES, flag);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.copyToPackets(packets, packetOffset, data, dataOffset, payloadBytes, flag);
     }
 
     /**
@@ -119,84 +94,61 @@ public final class LL16Packet {
      */
     public static void copyFromPackets(MemorySegment data, long dataOffset, MemorySegment packets, long packetOffset,
                                        long payloadBytes, int flag, Duration timeout) {
-        String phase = "LL16 copyFromPackets";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, packetOffset, payloadBytes, BYTES, PAYLOAD_BYTES, null, phase);
-        Packets.checkRange(dataOffset, payloadBytes, data.byteSize(), "the data", null, phase);
-        long count = payloadBytes / PAYLOAD_BYTES;
-        try {
-            long done = unpack(packets, packetOffset, data, dataOffset, count, flag, Waiting.deadline(timeout));
-            if (done < count) {
-                long at = packetOffset + done * BYTES;
-                throw Packets.timeout(null, phase, done, at, flags(packets, at), flag, timeout);
-            }
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.copyFromPackets(data, dataOffset, packets, packetOffset, payloadBytes, flag, timeout);
     }
 
     /** Zeroes {@code bytes} of packets at {@code offset} (16-byte aligned, a multiple of 16 bytes). */
     public static void clear(MemorySegment packets, long offset, long bytes) {
-        String phase = "LL16 clear";
-        Packets.checkMultiple(bytes, BYTES, "size", null, phase);
-        Packets.checkRange(offset, bytes, packets.byteSize(), "the packet buffer", null, phase);
-        Packets.checkAligned(packets, offset, BYTES, null, phase);
-        try {
-            packets.asSlice(offset, bytes).fill((byte) 0);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
+        FORMAT.clear(packets, offset, bytes);
+    }
+
+    /** Two words, {@code (data1, flag)} then {@code (data2, flag)}: the packet has arrived when both carry the flag. */
+    private static final class Format extends PacketFormat {
+
+        Format() {
+            super(BYTES, PAYLOAD_BYTES, "LL16");
         }
-    }
 
-    // ------------------------------------------------------------------------------------------
-    // unchecked machinery, shared with MemoryChannel's device handle (callers checked everything)
-
-    static void store(MemorySegment packets, long offset, int data1, int data2, int flag) {
-        Packets.WORD.setRelease(packets, offset, Packets.word(data1, flag));
-        Packets.WORD.setRelease(packets, offset + 8, Packets.word(data2, flag));
-    }
-
-    static boolean arrived(MemorySegment packets, long offset, int flag) {
-        return Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset)) == flag
-                && Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset + 8)) == flag;
-    }
-
-    /** The payload of a packet that has {@linkplain #arrived arrived} (whose words no writer changes until it is consumed). */
-    static long payload(MemorySegment packets, long offset) {
-        long w1 = (long) Packets.WORD.getAcquire(packets, offset);
-        long w2 = (long) Packets.WORD.getAcquire(packets, offset + 8);
-        return Packets.dataOf(w1) | (Packets.dataOf(w2) << 32);
-    }
-
-    static String flags(MemorySegment packets, long offset) {
-        return "(" + Integer.toUnsignedString(Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset))) + ", "
-                + Integer.toUnsignedString(Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset + 8))) + ")";
-    }
-
-    /** Packs {@code count} packets. */
-    static void pack(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset, long count, int flag) {
-        for (long i = 0; i < count; i++) {
-            long v = data.get(Packets.PAYLOAD64, dataOffset + i * PAYLOAD_BYTES);
-            store(packets, packetOffset + i * BYTES, (int) v, (int) (v >>> 32), flag);
+        @Override
+        void store(MemorySegment packets, long offset, long payload, int flag) {
+            Packets.WORD.setRelease(packets, offset, Packets.word((int) payload, flag));
+            Packets.WORD.setRelease(packets, offset + 8, Packets.word((int) (payload >>> 32), flag));
         }
-    }
 
-    /** Unpacks up to {@code count} packets; returns how many arrived before {@code deadline} (count when all did). */
-    static long unpack(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset, long count,
-                       int flag, long deadline) {
-        for (long i = 0; i < count; i++) {
-            long at = packetOffset + i * BYTES;
-            long w1 = (long) Packets.WORD.getAcquire(packets, at);
-            long w2 = (long) Packets.WORD.getAcquire(packets, at + 8);
+        @Override
+        boolean arrived(MemorySegment packets, long offset, int flag) {
+            return Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset)) == flag
+                    && Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset + 8)) == flag;
+        }
+
+        @Override
+        long payload(MemorySegment packets, long offset) {
+            long w1 = (long) Packets.WORD.getAcquire(packets, offset);
+            long w2 = (long) Packets.WORD.getAcquire(packets, offset + 8);
+            return Packets.dataOf(w1) | (Packets.dataOf(w2) << 32);
+        }
+
+        @Override
+        String flags(MemorySegment packets, long offset) {
+            int flag1 = Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset));
+            int flag2 = Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset + 8));
+            return "(" + Integer.toUnsignedString(flag1) + ", " + Integer.toUnsignedString(flag2) + ")";
+        }
+
+        @Override
+        void packOne(MemorySegment packets, long offset, MemorySegment data, long dataOffset, int flag) {
+            store(packets, offset, data.get(Packets.PAYLOAD64, dataOffset), flag);
+        }
+
+        @Override
+        boolean unpackOne(MemorySegment packets, long offset, MemorySegment data, long dataOffset, int flag) {
+            long w1 = (long) Packets.WORD.getAcquire(packets, offset);
+            long w2 = (long) Packets.WORD.getAcquire(packets, offset + 8);
             if (Packets.flagOf(w1) != flag || Packets.flagOf(w2) != flag) {
-                if (!Waiting.await(() -> arrived(packets, at, flag), deadline)) {
-                    return i;
-                }
-                w1 = (long) Packets.WORD.getAcquire(packets, at);
-                w2 = (long) Packets.WORD.getAcquire(packets, at + 8);
+                return false;
             }
-            data.set(Packets.PAYLOAD64, dataOffset + i * PAYLOAD_BYTES, Packets.dataOf(w1) | (Packets.dataOf(w2) << 32));
+            data.set(Packets.PAYLOAD64, dataOffset, Packets.dataOf(w1) | (Packets.dataOf(w2) << 32));
+            return true;
         }
-        return count;
     }
 }

@@ -36,26 +36,20 @@ public final class LL8Packet {
     /** Payload bytes one packet carries. */
     public static final int PAYLOAD_BYTES = 4;
 
+    /** This format: the verbs written once in {@link PacketFormat}, and {@link MemoryChannel}'s packet verbs. */
+    static final PacketFormat FORMAT = new Format();
+
     private LL8Packet() {
     }
 
     /** Bytes of packets that carry {@code payloadBytes} of payload: twice as many. */
     public static long bufferBytes(long payloadBytes) {
-        Packets.checkMultiple(payloadBytes, PAYLOAD_BYTES, "payload size", null, "LL8 buffer size");
-        Packets.checkRange(0, payloadBytes, Long.MAX_VALUE / 2, "the largest payload", null, "LL8 buffer size");
-        return 2 * payloadBytes;
+        return FORMAT.bufferBytes(payloadBytes);
     }
 
     /** Writes one packet at {@code offset}: {@code data} with {@code flag}. */
     public static void write(MemorySegment packets, long offset, int data, int flag) {
-        String phase = "LL8 write";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, offset, PAYLOAD_BYTES, BYTES, PAYLOAD_BYTES, null, phase);
-        try {
-            store(packets, offset, data, flag);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.write(packets, offset, data, flag);
     }
 
     /**
@@ -66,18 +60,7 @@ public final class LL8Packet {
      *                           is interrupted, naming the flag found
      */
     public static int read(MemorySegment packets, long offset, int flag, Duration timeout) {
-        String phase = "LL8 read";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, offset, PAYLOAD_BYTES, BYTES, PAYLOAD_BYTES, null, phase);
-        long deadline = Waiting.deadline(timeout);
-        try {
-            if (!arrived(packets, offset, flag) && !Waiting.await(() -> arrived(packets, offset, flag), deadline)) {
-                throw Packets.timeout(null, phase, 0, offset, flags(packets, offset), flag, timeout);
-            }
-            return (int) (long) Packets.WORD.getAcquire(packets, offset);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        return (int) FORMAT.read(packets, offset, flag, timeout);
     }
 
     /**
@@ -87,15 +70,7 @@ public final class LL8Packet {
      */
     public static void copyToPackets(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset,
                                      long payloadBytes, int flag) {
-        String phase = "LL8 copyToPackets";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, packetOffset, payloadBytes, BYTES, PAYLOAD_BYTES, null, phase);
-        Packets.checkRange(dataOffset, payloadBytes, data.byteSize(), "the data", null, phase);
-        try {
-            pack(packets, packetOffset, data, dataOffset, payloadBytes / PAYLOAD_BYTES, flag);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.copyToPackets(packets, packetOffset, data, dataOffset, payloadBytes, flag);
     }
 
     /**
@@ -108,71 +83,54 @@ public final class LL8Packet {
      */
     public static void copyFromPackets(MemorySegment data, long dataOffset, MemorySegment packets, long packetOffset,
                                        long payloadBytes, int flag, Duration timeout) {
-        String phase = "LL8 copyFromPackets";
-        Packets.checkFlag(flag, null, phase);
-        Packets.checkPackets(packets, packetOffset, payloadBytes, BYTES, PAYLOAD_BYTES, null, phase);
-        Packets.checkRange(dataOffset, payloadBytes, data.byteSize(), "the data", null, phase);
-        long count = payloadBytes / PAYLOAD_BYTES;
-        try {
-            long done = unpack(packets, packetOffset, data, dataOffset, count, flag, Waiting.deadline(timeout));
-            if (done < count) {
-                long at = packetOffset + done * BYTES;
-                throw Packets.timeout(null, phase, done, at, flags(packets, at), flag, timeout);
-            }
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
-        }
+        FORMAT.copyFromPackets(data, dataOffset, packets, packetOffset, payloadBytes, flag, timeout);
     }
 
     /** Zeroes {@code bytes} of packets at {@code offset} (8-byte aligned, a multiple of 8 bytes). */
     public static void clear(MemorySegment packets, long offset, long bytes) {
-        String phase = "LL8 clear";
-        Packets.checkMultiple(bytes, BYTES, "size", null, phase);
-        Packets.checkRange(offset, bytes, packets.byteSize(), "the packet buffer", null, phase);
-        Packets.checkAligned(packets, offset, BYTES, null, phase);
-        try {
-            packets.asSlice(offset, bytes).fill((byte) 0);
-        } catch (IllegalStateException e) {
-            throw Packets.closed(null, phase, e);
+        FORMAT.clear(packets, offset, bytes);
+    }
+
+    /** One word, {@code (data, flag)}, published and read by single atomic accesses. */
+    private static final class Format extends PacketFormat {
+
+        Format() {
+            super(BYTES, PAYLOAD_BYTES, "LL8");
         }
-    }
 
-    // ------------------------------------------------------------------------------------------
-    // unchecked machinery, shared with MemoryChannel's device handle (callers checked everything)
-
-    static void store(MemorySegment packets, long offset, int data, int flag) {
-        Packets.WORD.setRelease(packets, offset, Packets.word(data, flag));
-    }
-
-    static boolean arrived(MemorySegment packets, long offset, int flag) {
-        return Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset)) == flag;
-    }
-
-    static String flags(MemorySegment packets, long offset) {
-        return "(" + Integer.toUnsignedString(Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset))) + ")";
-    }
-
-    /** Packs {@code count} packets. */
-    static void pack(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset, long count, int flag) {
-        for (long i = 0; i < count; i++) {
-            store(packets, packetOffset + i * BYTES, data.get(Packets.PAYLOAD32, dataOffset + i * PAYLOAD_BYTES), flag);
+        @Override
+        void store(MemorySegment packets, long offset, long payload, int flag) {
+            Packets.WORD.setRelease(packets, offset, Packets.word((int) payload, flag));
         }
-    }
 
-    /** Unpacks up to {@code count} packets; returns how many arrived before {@code deadline} (count when all did). */
-    static long unpack(MemorySegment packets, long packetOffset, MemorySegment data, long dataOffset, long count,
-                       int flag, long deadline) {
-        for (long i = 0; i < count; i++) {
-            long at = packetOffset + i * BYTES;
-            long w = (long) Packets.WORD.getAcquire(packets, at);
+        @Override
+        boolean arrived(MemorySegment packets, long offset, int flag) {
+            return Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset)) == flag;
+        }
+
+        @Override
+        long payload(MemorySegment packets, long offset) {
+            return Packets.dataOf((long) Packets.WORD.getAcquire(packets, offset));
+        }
+
+        @Override
+        String flags(MemorySegment packets, long offset) {
+            return "(" + Integer.toUnsignedString(Packets.flagOf((long) Packets.WORD.getAcquire(packets, offset))) + ")";
+        }
+
+        @Override
+        void packOne(MemorySegment packets, long offset, MemorySegment data, long dataOffset, int flag) {
+            store(packets, offset, data.get(Packets.PAYLOAD32, dataOffset), flag);
+        }
+
+        @Override
+        boolean unpackOne(MemorySegment packets, long offset, MemorySegment data, long dataOffset, int flag) {
+            long w = (long) Packets.WORD.getAcquire(packets, offset);
             if (Packets.flagOf(w) != flag) {
-                if (!Waiting.await(() -> arrived(packets, at, flag), deadline)) {
-                    return i;
-                }
-                w = (long) Packets.WORD.getAcquire(packets, at);
+                return false;
             }
-            data.set(Packets.PAYLOAD32, dataOffset + i * PAYLOAD_BYTES, (int) w);
+            data.set(Packets.PAYLOAD32, dataOffset, (int) w);
+            return true;
         }
-        return count;
     }
 }

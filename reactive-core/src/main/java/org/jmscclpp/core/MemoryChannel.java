@@ -491,8 +491,9 @@ public final class MemoryChannel {
         private void putPackets(boolean ll16, long targetOffset, long originOffset, long bytes, int threadId,
                                 int numThreads, int flag) {
             String phase = ll16 ? "memory channel putPackets" : "memory channel putLL8Packets";
-            int packetBytes = ll16 ? LL16Packet.BYTES : LL8Packet.BYTES;
-            int payloadBytes = ll16 ? LL16Packet.PAYLOAD_BYTES : LL8Packet.PAYLOAD_BYTES;
+            PacketFormat format = ll16 ? LL16Packet.FORMAT : LL8Packet.FORMAT;
+            int packetBytes = format.packetBytes;
+            int payloadBytes = format.payloadBytes;
             checkPacketCall(threadId, numThreads, flag, targetOffset, originOffset, bytes, packetBytes, payloadBytes,
                     phase);
             Packets.checkRange(originOffset, bytes, srcSize, "this rank's memory (src)", context, phase);
@@ -507,11 +508,7 @@ public final class MemoryChannel {
             long at = targetOffset + first * packetBytes;
             long origin = originOffset + first * payloadBytes;
             try {
-                if (ll16) {
-                    LL16Packet.pack(to, at, from, origin, end - first, flag);
-                } else {
-                    LL8Packet.pack(to, at, from, origin, end - first, flag);
-                }
+                format.pack(to, at, from, origin, end - first, flag);
             } catch (IllegalStateException e) {
                 throw Packets.closed(context, phase, e);
             }
@@ -521,8 +518,9 @@ public final class MemoryChannel {
                                    int numThreads, int flag, Duration timeout) {
             String phase = ll16 ? "memory channel unpackPackets" : "memory channel unpackLL8Packets";
             long deadline = Waiting.deadline(timeout);
-            int packetBytes = ll16 ? LL16Packet.BYTES : LL8Packet.BYTES;
-            int payloadBytes = ll16 ? LL16Packet.PAYLOAD_BYTES : LL8Packet.PAYLOAD_BYTES;
+            PacketFormat format = ll16 ? LL16Packet.FORMAT : LL8Packet.FORMAT;
+            int packetBytes = format.packetBytes;
+            int payloadBytes = format.payloadBytes;
             if (!hasPacketBuffer) {
                 throw Packets.invalid(context, phase, "this channel has no packet buffer to unpack from");
             }
@@ -539,13 +537,11 @@ public final class MemoryChannel {
             long end = shareStart(count, unit, threadId + 1, numThreads);
             long at = targetOffset + first * packetBytes;
             try {
-                long done = ll16
-                        ? LL16Packet.unpack(from, at, to, originOffset + first * payloadBytes, end - first, flag, deadline)
-                        : LL8Packet.unpack(from, at, to, originOffset + first * payloadBytes, end - first, flag, deadline);
+                long done = format.unpack(from, at, to, originOffset + first * payloadBytes, end - first, flag, deadline);
                 if (done < end - first) {
                     long missing = at + done * packetBytes;
-                    throw Packets.timeout(context, phase, first + done, missing,
-                            ll16 ? LL16Packet.flags(from, missing) : LL8Packet.flags(from, missing), flag, timeout);
+                    throw Packets.timeout(context, phase, first + done, missing, format.flags(from, missing), flag,
+                            timeout);
                 }
             } catch (IllegalStateException e) {
                 throw Packets.closed(context, phase, e);

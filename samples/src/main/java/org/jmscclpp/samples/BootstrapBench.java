@@ -54,12 +54,9 @@ final class BootstrapBench {
     }
 
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        Options o;
-        try {
-            o = parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println("jmscclpp bench bootstrap: " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        Options o =
+                BenchArgs.parseOrPrintUsage(args, BootstrapBench::parse, "jmscclpp bench bootstrap", SYNOPSIS, err);
+        if (o == null) {
             return Main.USAGE;
         }
         List<Row> rows = new ArrayList<>();
@@ -110,8 +107,8 @@ final class BootstrapBench {
             }
             String v = args.get(++i);
             switch (opt) {
-                case "--iters" -> iters = positive(opt, v, 1);
-                case "--warmup" -> warmup = positive(opt, v, 0);
+                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
+                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
                 case "--procs" -> procs = sizes(opt, v);
                 case "--jvm" -> jvm = sizes(opt, v);
                 default -> throw new IllegalArgumentException("unknown option " + opt);
@@ -120,24 +117,12 @@ final class BootstrapBench {
         return new Options(iters, warmup, procs, jvm, mpi);
     }
 
-    private static int positive(String opt, String v, int min) {
-        try {
-            int x = Integer.parseInt(v);
-            if (x >= min) {
-                return x;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(opt + " needs an integer of at least " + min + ", got '" + v + "'");
-    }
-
     /** A comma list of rank counts, each at least 2; an empty value skips the mode. */
     private static List<Integer> sizes(String opt, String v) {
         List<Integer> out = new ArrayList<>();
         for (String s : v.split(",")) {
             if (!s.isBlank()) {
-                out.add(positive(opt, s.strip(), 2));
+                out.add(BenchArgs.count(opt, s.strip(), 2));
             }
         }
         return List.copyOf(out);
@@ -271,24 +256,8 @@ final class BootstrapBench {
             }
             cells.add(line);
         }
-        int[] width = new int[header.size()];
-        for (int c = 0; c < width.length; c++) {
-            width[c] = Math.max(3, header.get(c).length());
-            for (List<String> line : cells) {
-                width[c] = Math.max(width[c], line.get(c).length());
-            }
-        }
-        StringBuilder sb = new StringBuilder();
-        appendLine(sb, header, width);
-        List<String> rule = new ArrayList<>();
-        for (int c = 0; c < width.length; c++) {
-            // numbers right-aligned, the mode column left-aligned
-            rule.add(c == 1 ? "-".repeat(width[c]) : "-".repeat(width[c] - 1) + ":");
-        }
-        appendLine(sb, rule, width);
-        for (List<String> line : cells) {
-            appendLine(sb, line, width);
-        }
+        // numbers right-aligned, the mode column left-aligned
+        StringBuilder sb = new StringBuilder(MarkdownTable.render(header, cells, c -> c == 1));
         if (withMpi) {
             sb.append("\nours/MPI: above 1 means slower for times, faster for GB/s\n");
         }
@@ -309,15 +278,5 @@ final class BootstrapBench {
 
     private static String format(double v, int decimals) {
         return String.format(Locale.ROOT, "%." + decimals + "f", v);
-    }
-
-    private static void appendLine(StringBuilder sb, List<String> cells, int[] width) {
-        sb.append('|');
-        for (int c = 0; c < cells.size(); c++) {
-            String s = cells.get(c);
-            String pad = " ".repeat(width[c] - s.length());
-            sb.append(' ').append(c == 1 ? s + pad : pad + s).append(" |");
-        }
-        sb.append('\n');
     }
 }

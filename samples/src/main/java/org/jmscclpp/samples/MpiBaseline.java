@@ -1,26 +1,15 @@
 package org.jmscclpp.samples;
 
-import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jspecify.annotations.Nullable;
 
 /**
  * The Open MPI baseline of {@code jmscclpp bench bootstrap}: runs {@code bootstrap_mpi_bench.c} under
@@ -55,10 +44,7 @@ public final class MpiBaseline {
     static final String SOURCE_NAME = "bootstrap_mpi_bench.c";
     static final Duration MPIRUN_TIMEOUT = Duration.ofSeconds(120);
     private static final Duration COMPILE_TIMEOUT = Duration.ofSeconds(60);
-    /** How long a terminated mpirun gets to take its ranks down before everything is killed. */
-    private static final Duration TERMINATE_GRACE = Duration.ofSeconds(5);
     private static final int TAIL_LINES = 12;
-    private static final int TAIL_CHARS = 2000;
     private static final Pattern RESULT_LINE =
             Pattern.compile("^MPI op=(\\S+) n=(\\d+) (median_us|value_GBps)=(\\S+)$");
 
@@ -85,7 +71,7 @@ public final class MpiBaseline {
         if (missing.isPresent()) {
             return unavailable(missing.get());
         }
-        Compiled compiled = CompiledHolder.COMPILED;
+        ExternalProgram.Compiled compiled = CompiledHolder.COMPILED;
         Path binary = compiled.binary();
         if (binary == null) {
             return unavailable(compiled.error());
@@ -94,9 +80,10 @@ public final class MpiBaseline {
                 "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", Integer.toString(nRanks),
                 "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "pml", "ob1",
                 binary.toString(), "--iters", Integer.toString(iters), "--warmup", Integer.toString(warmup));
-        Outcome outcome;
+        ExternalProgram.Run outcome;
         try {
-            outcome = run(command, MPIRUN_TIMEOUT, true);
+            outcome = ExternalProgram.run(command, MPIRUN_TIMEOUT, ExternalProgram.Stop.TERMINATE_THEN_KILL,
+                    line -> line.startsWith("MPI op="), TAIL_LINES, MpiBaseline::configureMpiEnvironment);
         } catch (IOException e) {
             return unavailable("cannot start mpirun: " + e.getMessage());
         }
@@ -118,7 +105,7 @@ public final class MpiBaseline {
     /** The reason the baseline cannot run here, when {@code mpicc} or {@code mpirun} is not on the PATH. */
     static Optional<String> missingTool() {
         for (String tool : List.of("mpicc", "mpirun")) {
-            if (findOnPath(tool).isEmpty()) {
+            if (ExternalProgram.findOnPath(tool).isEmpty()) {
                 return Optional.of(tool + " is not on the PATH (install openmpi-bin and libopenmpi-dev)");
             }
         }
@@ -176,140 +163,15 @@ public final class MpiBaseline {
         return Optional.empty();
     }
 
-    private static Optional<Path> findOnPath(String executable) {
-        String path = System.getenv("PATH");
-        if (path == null) {
-            return Optional.empty();
-        }
-        for (String dir : path.split(File.pathSeparator)) {
-            if (dir.isEmpty()) {
-                continue;
-            }
-            Path candidate = Path.of(dir, executable);
-            if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
-                return Optional.of(candidate);
-            }
-        }
-        return Optional.empty();
-    }
-
     /** The compiled program, or why there is none; initialised on first use, once per JVM. */
     private static final class CompiledHolder {
-        static final Compiled COMPILED = compile();
+        static final ExternalProgram.Compiled COMPILED = compile();
 
         private CompiledHolder() {}
     }
 
-    private record Compiled(@Nullable Path binary, String error) {}
-
-    private static Compiled compile() {
-        try {
-            Path dir = Files.createTempDirectory("jmscclpp-mpi-");
-            dir.toFile().deleteOnExit();
-            Path source = dir.resolve(SOURCE_NAME);
-            source.toFile().deleteOnExit();
-            if (!copySource(source)) {
-                return new Compiled(null, SOURCE_NAME + " is neither on the classpath nor under samples/src/main/c");
-            }
-            Path binary = dir.resolve("bootstrap_mpi_bench");
-            binary.toFile().deleteOnExit();
-            Outcome outcome = run(
-                    List.of("mpicc", "-std=c11", "-O2", "-o", binary.toString(), source.toString()),
-                    COMPILE_TIMEOUT, false);
-            if (outcome.timedOut()) {
-                return new Compiled(null, "mpicc did not finish within " + COMPILE_TIMEOUT.toSeconds() + " s");
-            }
-            if (outcome.exitCode() != 0 || !Files.isExecutable(binary)) {
-                return new Compiled(null, "mpicc exited with " + outcome.exitCode() + "; output tail: " + outcome.tail());
-            }
-            return new Compiled(binary, "");
-        } catch (IOException | UncheckedIOException e) {
-            return new Compiled(null, "cannot compile " + SOURCE_NAME + ": " + e.getMessage());
-        }
-    }
-
-    /** Copies the C source to {@code target}, preferring the classpath copy; false when neither exists. */
-    private static boolean copySource(Path target) throws IOException {
-        try (InputStream in = MpiBaseline.class.getResourceAsStream("/" + SOURCE_NAME)) {
-            if (in != null) {
-                Files.copy(in, target);
-                return true;
-            }
-        }
-        // Running from the source tree without the resources copied: the repository root or the module dir.
-        for (Path candidate : List.of(Path.of("samples", "src", "main", "c", SOURCE_NAME),
-                Path.of("src", "main", "c", SOURCE_NAME))) {
-            if (Files.isRegularFile(candidate)) {
-                Files.copy(candidate, target);
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** How a child process ended: its exit code (meaningless when timed out) and its merged output. */
-    private record Outcome(boolean timedOut, int exitCode, List<String> lines, String tail) {}
-
-    /**
-     * Runs {@code command} with stderr merged into stdout, waiting at most {@code timeout}. On
-     * timeout the process is asked to terminate (mpirun then stops its ranks), and after a grace
-     * period it and every descendant are killed.
-     */
-    private static Outcome run(List<String> command, Duration timeout, boolean mpiEnvironment) throws IOException {
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        if (mpiEnvironment) {
-            configureMpiEnvironment(builder.environment());
-        }
-        Process process = builder.start();
-        List<String> lines = new ArrayList<>();
-        Deque<String> tail = new ArrayDeque<>();
-        Thread reader = Thread.ofPlatform().daemon().name("mpi-baseline-output").start(() -> {
-            try (BufferedReader in = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = in.readLine(); line != null; line = in.readLine()) {
-                    synchronized (lines) {
-                        if (line.startsWith("MPI op=")) {
-                            lines.add(line);
-                        }
-                        if (!line.isBlank()) {
-                            tail.addLast(line.strip());
-                            if (tail.size() > TAIL_LINES) {
-                                tail.removeFirst();
-                            }
-                        }
-                    }
-                }
-            } catch (IOException e) {
-                // The pipe closes under us when the process is killed; what was read so far stays.
-            }
-        });
-        boolean finished;
-        try {
-            finished = process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            if (!finished) {
-                process.destroy();
-                if (!process.waitFor(TERMINATE_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
-                    process.descendants().forEach(ProcessHandle::destroyForcibly);
-                    process.destroyForcibly();
-                    process.waitFor(TERMINATE_GRACE.toMillis(), TimeUnit.MILLISECONDS);
-                }
-            }
-            // Ranks left behind could hold the pipe open; the output is complete or never will be.
-            reader.join(TERMINATE_GRACE);
-        } catch (InterruptedException e) {
-            process.descendants().forEach(ProcessHandle::destroyForcibly);
-            process.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while waiting for " + command.getFirst(), e);
-        }
-        synchronized (lines) {
-            String joined = tail.isEmpty() ? "(no output)" : String.join(" | ", tail);
-            if (joined.length() > TAIL_CHARS) {
-                joined = "..." + joined.substring(joined.length() - TAIL_CHARS);
-            }
-            return new Outcome(!finished, finished ? process.exitValue() : -1, List.copyOf(lines), joined);
-        }
+    private static ExternalProgram.Compiled compile() {
+        return ExternalProgram.compile("mpicc", SOURCE_NAME, "bootstrap_mpi_bench", "jmscclpp-mpi-", COMPILE_TIMEOUT);
     }
 
     /**

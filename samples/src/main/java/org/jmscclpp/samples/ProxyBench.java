@@ -106,12 +106,9 @@ final class ProxyBench {
     }
 
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        ProxyBenchRankSample.Options o;
-        try {
-            o = ProxyBenchRankSample.parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println("jmscclpp bench proxy: " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        ProxyBenchRankSample.Options o =
+                BenchArgs.parseOrPrintUsage(args, ProxyBenchRankSample::parse, "jmscclpp bench proxy", SYNOPSIS, err);
+        if (o == null) {
             return Main.USAGE;
         }
         err.println("bench: proxy, 2 processes, virtual-thread then platform-thread poller ...");
@@ -254,39 +251,22 @@ final class ProxyBench {
 
     /** The markdown table. */
     static String table(List<Row> rows) {
-        String[] header = {"measure", "iters", "virtual", "platform", "virtual/platform", "C floor", "virtual/C",
-            "platform/C", "virtual <= " + POLLER_TARGET + "x platform", "<= " + format(FLOOR_TARGET, 1)
-                + "x C floor (virtual / platform)"};
-        List<String[]> cells = new ArrayList<>();
+        List<String> header = List.of("measure", "iters", "virtual", "platform", "virtual/platform", "C floor",
+                "virtual/C", "platform/C", "virtual <= " + POLLER_TARGET + "x platform", "<= " + format(FLOOR_TARGET, 1)
+                + "x C floor (virtual / platform)");
+        List<List<String>> cells = new ArrayList<>();
         for (Row r : rows) {
             int decimals = r.rate() ? 3 : r.virtual() != null && r.virtual() >= 1000 ? 1 : 2;
-            cells.add(new String[] {r.label(), Long.toString(r.iters()), value(r.virtual(), decimals),
+            cells.add(List.of(r.label(), Long.toString(r.iters()), value(r.virtual(), decimals),
                 value(r.platform(), decimals), value(r.pollerRatio(), 2),
                 r.floorRow() ? value(r.floor(), decimals) : "-",
                 r.floorRow() ? value(r.overFloor(r.virtual()), 2) : "-",
                 r.floorRow() ? value(r.overFloor(r.platform()), 2) : "-",
                 verdict(r.pollerTargetMet()),
                 r.floorRow() ? verdict(r.floorTargetMet(r.virtual())) + " / " + verdict(r.floorTargetMet(r.platform()))
-                    : "-"});
+                    : "-"));
         }
-        int[] width = new int[header.length];
-        for (int c = 0; c < header.length; c++) {
-            width[c] = header[c].length();
-            for (String[] line : cells) {
-                width[c] = Math.max(width[c], line[c].length());
-            }
-        }
-        StringBuilder sb = new StringBuilder();
-        appendLine(sb, header, width);
-        String[] rule = new String[header.length];
-        for (int c = 0; c < header.length; c++) {
-            rule[c] = leftAligned(c, header.length) ? "-".repeat(width[c]) : "-".repeat(width[c] - 1) + ":";
-        }
-        appendLine(sb, rule, width);
-        for (String[] line : cells) {
-            appendLine(sb, line, width);
-        }
-        return sb.toString();
+        return MarkdownTable.render(header, cells, c -> leftAligned(c, header.size()));
     }
 
     /** {@code target: virtual-thread poller within 1.2x of the platform-thread poller: met on 7 of 9 rows (...)}. */
@@ -329,14 +309,5 @@ final class ProxyBench {
 
     private static String format(double v, int decimals) {
         return String.format(Locale.ROOT, "%." + decimals + "f", v);
-    }
-
-    private static void appendLine(StringBuilder sb, String[] cells, int[] width) {
-        sb.append('|');
-        for (int c = 0; c < cells.length; c++) {
-            String pad = " ".repeat(width[c] - cells[c].length());
-            sb.append(' ').append(leftAligned(c, cells.length) ? cells[c] + pad : pad + cells[c]).append(" |");
-        }
-        sb.append('\n');
     }
 }

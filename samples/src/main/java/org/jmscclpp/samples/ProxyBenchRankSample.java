@@ -112,15 +112,8 @@ final class ProxyBenchRankSample implements Sample {
 
     @Override
     public int run(RankEnvironment env, List<String> args) throws InterruptedException {
-        Options o;
-        try {
-            o = parse(args);
-        } catch (IllegalArgumentException e) {
-            throw usage(e.getMessage());
-        }
-        if (env.worldSize() != 2) {
-            throw usage("runs with 2 ranks, got " + env.worldSize());
-        }
+        Options o = BenchArgs.parseForRank(NAME, args, ProxyBenchRankSample::parse);
+        BenchArgs.requireRanks(NAME, env, 2);
         int rank = env.rank();
         int peer = 1 - rank;
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
@@ -342,16 +335,13 @@ final class ProxyBenchRankSample implements Sample {
         int threads = 4;
         for (int i = 0; i < args.size(); i += 2) {
             String opt = args.get(i);
-            if (i + 1 >= args.size()) {
-                throw new IllegalArgumentException(opt + " needs a value");
-            }
-            String v = args.get(i + 1);
+            String v = BenchArgs.value(args, i);
             switch (opt) {
-                case "--iters" -> iters = count(opt, v, 1, Integer.MAX_VALUE);
-                case "--warmup" -> warmup = count(opt, v, 0, Integer.MAX_VALUE);
-                case "--triggers" -> triggers = count(opt, v, 1, Integer.MAX_VALUE);
-                case "--rounds" -> rounds = count(opt, v, 1, 1000);
-                case "--threads" -> threads = count(opt, v, 1, 64);
+                case "--iters" -> iters = BenchArgs.count(opt, v, 1, Integer.MAX_VALUE);
+                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0, Integer.MAX_VALUE);
+                case "--triggers" -> triggers = BenchArgs.count(opt, v, 1, Integer.MAX_VALUE);
+                case "--rounds" -> rounds = BenchArgs.count(opt, v, 1, 1000);
+                case "--threads" -> threads = BenchArgs.count(opt, v, 1, 64);
                 default -> throw new IllegalArgumentException("unknown option " + opt);
             }
         }
@@ -362,27 +352,10 @@ final class ProxyBenchRankSample implements Sample {
         return new Options(iters, warmup, triggers, rounds, threads);
     }
 
-    private static int count(String opt, String v, int least, int most) {
-        try {
-            int x = Integer.parseInt(v);
-            if (x >= least && x <= most) {
-                return x;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(opt + " needs an integer from " + least + " to " + most + ", got '" + v + "'");
-    }
-
     /** The arguments that make a rank run with {@code o}. */
     static List<String> args(Options o) {
         return List.of("--iters", Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()),
                 "--triggers", Integer.toString(o.triggers()), "--rounds", Integer.toString(o.rounds()),
                 "--threads", Integer.toString(o.threads()));
-    }
-
-    private static JmscclppException usage(String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, NAME + ": " + detail).phase("sample arguments")
-                .build();
     }
 }

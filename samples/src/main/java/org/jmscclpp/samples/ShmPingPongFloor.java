@@ -1,23 +1,13 @@
 package org.jmscclpp.samples;
 
-import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
@@ -39,7 +29,6 @@ final class ShmPingPongFloor {
     static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
 
     private static final Duration COMPILE_TIMEOUT = Duration.ofSeconds(60);
-    private static final Duration KILL_GRACE = Duration.ofSeconds(5);
     private static final int TAIL_LINES = 8;
     private static final Pattern FLOOR_LINE = Pattern.compile(
             "FLOOR ints=(\\d+) iters=(\\d+) warmup=(\\d+) median_us=(\\S+) mean_us=(\\S+)");
@@ -73,7 +62,7 @@ final class ShmPingPongFloor {
         if (sizes.isEmpty()) {
             throw new IllegalArgumentException("no size to measure");
         }
-        Compiled compiled = CompiledHolder.COMPILED;
+        ExternalProgram.Compiled compiled = CompiledHolder.COMPILED;
         Path binary = compiled.binary();
         if (binary == null) {
             return new Outcome(Map.of(), compiled.error());
@@ -81,9 +70,10 @@ final class ShmPingPongFloor {
         List<String> command = new ArrayList<>();
         command.add(binary.toString());
         sizes.forEach(s -> command.add(s.arg()));
-        Run run;
+        ExternalProgram.Run run;
         try {
-            run = run(command, RUN_TIMEOUT);
+            run = ExternalProgram.run(command, RUN_TIMEOUT, ExternalProgram.Stop.KILL_TREE, line -> true, TAIL_LINES,
+                    env -> { });
         } catch (IOException e) {
             return new Outcome(Map.of(), "cannot run " + binary + ": " + e.getMessage());
         }
@@ -143,127 +133,24 @@ final class ShmPingPongFloor {
 
     /** The first C compiler on the PATH, or empty. */
     static Optional<Path> compiler() {
-        String path = System.getenv("PATH");
-        if (path == null) {
-            return Optional.empty();
-        }
-        for (String name : COMPILERS) {
-            for (String dir : path.split(File.pathSeparator)) {
-                if (dir.isEmpty()) {
-                    continue;
-                }
-                Path candidate = Path.of(dir, name);
-                if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
-                    return Optional.of(candidate);
-                }
-            }
-        }
-        return Optional.empty();
+        return COMPILERS.stream().map(ExternalProgram::findOnPath).flatMap(Optional::stream).findFirst();
     }
 
     /** The compiled program, or why there is none; made on first use, once per JVM. */
     private static final class CompiledHolder {
-        static final Compiled COMPILED = compile();
+        static final ExternalProgram.Compiled COMPILED = compile();
 
         private CompiledHolder() {
         }
     }
 
-    private record Compiled(@Nullable Path binary, String error) {
-    }
-
-    private static Compiled compile() {
+    private static ExternalProgram.Compiled compile() {
         Optional<Path> cc = compiler();
         if (cc.isEmpty()) {
-            return new Compiled(null, "no C compiler (" + String.join(", ", COMPILERS) + ") on the PATH");
+            return new ExternalProgram.Compiled(null, "no C compiler (" + String.join(", ", COMPILERS)
+                    + ") on the PATH");
         }
-        try {
-            Path dir = Files.createTempDirectory("jmscclpp-floor-");
-            dir.toFile().deleteOnExit();
-            Path source = dir.resolve(SOURCE_NAME);
-            source.toFile().deleteOnExit();
-            if (!copySource(source)) {
-                return new Compiled(null, SOURCE_NAME + " is neither on the classpath nor under samples/src/main/c");
-            }
-            Path binary = dir.resolve("shm_pingpong");
-            binary.toFile().deleteOnExit();
-            Run run = run(List.of(cc.get().toString(), "-std=c11", "-O2", "-o", binary.toString(), source.toString()),
-                    COMPILE_TIMEOUT);
-            if (run.timedOut()) {
-                return new Compiled(null, cc.get() + " did not finish within " + COMPILE_TIMEOUT.toSeconds() + " s");
-            }
-            if (run.exitCode() != 0 || !Files.isExecutable(binary)) {
-                return new Compiled(null, cc.get() + " exited with " + run.exitCode() + "; output tail: " + run.tail());
-            }
-            return new Compiled(binary, "");
-        } catch (IOException | UncheckedIOException e) {
-            return new Compiled(null, "cannot compile " + SOURCE_NAME + ": " + e.getMessage());
-        }
-    }
-
-    /** Copies the C source to {@code target}, preferring the classpath copy; false when neither exists. */
-    private static boolean copySource(Path target) throws IOException {
-        try (InputStream in = ShmPingPongFloor.class.getResourceAsStream("/" + SOURCE_NAME)) {
-            if (in != null) {
-                Files.copy(in, target);
-                return true;
-            }
-        }
-        for (Path candidate : List.of(Path.of("samples", "src", "main", "c", SOURCE_NAME),
-                Path.of("src", "main", "c", SOURCE_NAME))) {
-            if (Files.isRegularFile(candidate)) {
-                Files.copy(candidate, target);
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** How a child ended: its exit code (-1 when timed out), every output line, and the last few joined. */
-    private record Run(boolean timedOut, int exitCode, List<String> lines, String tail) {
-    }
-
-    /** Runs {@code command}, stderr merged into stdout, at most {@code timeout}; then it and its children are killed. */
-    private static Run run(List<String> command, Duration timeout) throws IOException {
-        Process process = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
-        List<String> lines = new ArrayList<>();
-        Deque<String> tail = new ArrayDeque<>();
-        Thread reader = Thread.ofPlatform().daemon().name("c-floor-output").start(() -> {
-            try (BufferedReader in = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = in.readLine(); line != null; line = in.readLine()) {
-                    synchronized (lines) {
-                        lines.add(line);
-                        tail.addLast(line.strip());
-                        if (tail.size() > TAIL_LINES) {
-                            tail.removeFirst();
-                        }
-                    }
-                }
-            } catch (IOException e) {
-                // the pipe closes under us when the process is killed; what was read stays
-            }
-        });
-        boolean finished;
-        try {
-            finished = process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            if (!finished) {
-                // the forked child first: once the parent is gone it would be orphaned, out of reach
-                process.descendants().forEach(ProcessHandle::destroyForcibly);
-                process.destroyForcibly();
-                process.waitFor(KILL_GRACE.toMillis(), TimeUnit.MILLISECONDS);
-            }
-            reader.join(KILL_GRACE);
-        } catch (InterruptedException e) {
-            process.descendants().forEach(ProcessHandle::destroyForcibly);
-            process.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while waiting for " + command.getFirst(), e);
-        }
-        synchronized (lines) {
-            String joined = tail.isEmpty() ? "(no output)" : String.join(" | ", tail);
-            return new Run(!finished, finished ? process.exitValue() : -1, List.copyOf(lines), joined);
-        }
+        return ExternalProgram.compile(cc.get().toString(), SOURCE_NAME, "shm_pingpong", "jmscclpp-floor-",
+                COMPILE_TIMEOUT);
     }
 }

@@ -60,12 +60,9 @@ final class WriteBench {
     }
 
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        WriteBenchRankSample.Options o;
-        try {
-            o = WriteBenchRankSample.parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println("jmscclpp bench write: " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        WriteBenchRankSample.Options o =
+                BenchArgs.parseOrPrintUsage(args, WriteBenchRankSample::parse, "jmscclpp bench write", SYNOPSIS, err);
+        if (o == null) {
             return Main.USAGE;
         }
         err.printf("bench: write, 2 processes, %s to %s ...%n", ByteSizes.label(o.min()), ByteSizes.label(o.max()));
@@ -116,33 +113,16 @@ final class WriteBench {
 
     /** The markdown table, one row per size. */
     static String table(List<Row> rows) {
-        String[] header = {"size", "iters", "HOST_IPC GB/s", "in-process copy GB/s", "ratio",
-            "target (>= " + TARGET + " from " + ByteSizes.label(TARGET_FROM) + ")"};
-        List<String[]> cells = new ArrayList<>();
+        List<String> header = List.of("size", "iters", "HOST_IPC GB/s", "in-process copy GB/s", "ratio",
+                "target (>= " + TARGET + " from " + ByteSizes.label(TARGET_FROM) + ")");
+        List<List<String>> cells = new ArrayList<>();
         for (Row r : rows) {
-            cells.add(new String[] {ByteSizes.label(r.size()), Integer.toString(r.iters()), format(r.ipcGbps()),
+            cells.add(List.of(ByteSizes.label(r.size()), Integer.toString(r.iters()), format(r.ipcGbps()),
                 format(r.copyGbps()), format(r.ratio()),
-                !r.check().equals("ok") ? "check failed" : !r.targetApplies() ? "-" : r.targetMet() ? "met" : "not met"});
+                !r.check().equals("ok") ? "check failed" : !r.targetApplies() ? "-" : r.targetMet() ? "met" : "not met"));
         }
-        int[] width = new int[header.length];
-        for (int c = 0; c < header.length; c++) {
-            width[c] = header[c].length();
-            for (String[] line : cells) {
-                width[c] = Math.max(width[c], line[c].length());
-            }
-        }
-        StringBuilder sb = new StringBuilder();
-        appendLine(sb, header, width);
-        String[] rule = new String[header.length];
-        for (int c = 0; c < header.length; c++) {
-            // numbers right-aligned, the verdict left-aligned
-            rule[c] = c == header.length - 1 ? "-".repeat(width[c]) : "-".repeat(width[c] - 1) + ":";
-        }
-        appendLine(sb, rule, width);
-        for (String[] line : cells) {
-            appendLine(sb, line, width);
-        }
-        return sb.toString();
+        // numbers right-aligned, the verdict left-aligned
+        return MarkdownTable.render(header, cells, c -> c == header.size() - 1);
     }
 
     /** {@code target: ratio >= 0.8 from 1 MiB up: met on 6 of 6 sizes} (or which sizes missed it). */
@@ -161,14 +141,5 @@ final class WriteBench {
 
     private static String format(double v) {
         return String.format(Locale.ROOT, "%.2f", v);
-    }
-
-    private static void appendLine(StringBuilder sb, String[] cells, int[] width) {
-        sb.append('|');
-        for (int c = 0; c < cells.length; c++) {
-            String pad = " ".repeat(width[c] - cells[c].length());
-            sb.append(' ').append(c == cells.length - 1 ? cells[c] + pad : pad + cells[c]).append(" |");
-        }
-        sb.append('\n');
     }
 }

@@ -15,9 +15,7 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.Host2HostSemaphore;
-import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
@@ -83,15 +81,8 @@ final class WriteBenchRankSample implements Sample {
 
     @Override
     public int run(RankEnvironment env, List<String> args) {
-        Options o;
-        try {
-            o = parse(args);
-        } catch (IllegalArgumentException e) {
-            throw usage(e.getMessage());
-        }
-        if (env.worldSize() != 2) {
-            throw usage("runs with 2 ranks, got " + env.worldSize());
-        }
+        Options o = BenchArgs.parseForRank(NAME, args, WriteBenchRankSample::parse);
+        BenchArgs.requireRanks(NAME, env, 2);
         int rank = env.rank();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (HostBackend backend = HostBackend.open();
@@ -273,15 +264,12 @@ final class WriteBenchRankSample implements Sample {
         int warmup = 1000;
         for (int i = 0; i < args.size(); i += 2) {
             String opt = args.get(i);
-            if (i + 1 >= args.size()) {
-                throw new IllegalArgumentException(opt + " needs a value");
-            }
-            String v = args.get(i + 1);
+            String v = BenchArgs.value(args, i);
             switch (opt) {
                 case "--min" -> min = ByteSizes.parse(opt, v);
                 case "--max" -> max = ByteSizes.parse(opt, v);
-                case "--iters" -> iters = count(opt, v, 1);
-                case "--warmup" -> warmup = count(opt, v, 0);
+                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
+                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
                 default -> throw new IllegalArgumentException("unknown option " + opt);
             }
         }
@@ -294,26 +282,9 @@ final class WriteBenchRankSample implements Sample {
         return new Options(min, max, iters, warmup);
     }
 
-    private static int count(String opt, String v, int least) {
-        try {
-            int x = Integer.parseInt(v);
-            if (x >= least) {
-                return x;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(opt + " needs an integer of at least " + least + ", got '" + v + "'");
-    }
-
     /** The arguments that make a rank run with {@code o}. */
     static List<String> args(Options o) {
         return List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
                 Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()));
-    }
-
-    private static JmscclppException usage(String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, NAME + ": " + detail).phase("sample arguments")
-                .build();
     }
 }

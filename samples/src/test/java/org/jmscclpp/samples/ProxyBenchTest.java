@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
@@ -18,20 +15,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 class ProxyBenchTest {
-
-    private record Result(int code, String out, String err) {
-    }
-
-    private static Result main(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code;
-        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
-             PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            code = Main.run(List.of(args), o, e, Map.of());
-        }
-        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
 
     private static final String NUMBER = "\\d+\\.\\d+";
     private static final String VERDICT = "(met|not met)";
@@ -44,7 +27,7 @@ class ProxyBenchTest {
     @Test
     @Timeout(240)
     void benchProxyWithTinyCountsPrintsTheWholeTable() {
-        Result r = main("bench", "proxy", "--iters", "30", "--warmup", "10", "--triggers", "3000", "--rounds", "2",
+        MainRun r = MainRun.of("bench", "proxy", "--iters", "30", "--warmup", "10", "--triggers", "3000", "--rounds", "2",
                 "--threads", "2");
         assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
         boolean floor = ShmPingPongFloor.compiler().isPresent();
@@ -93,17 +76,17 @@ class ProxyBenchTest {
 
     @Test
     void usageErrorsStartNothing() {
-        assertEquals(Main.USAGE, main("bench", "proxy", "--iters", "0").code());
-        assertEquals(Main.USAGE, main("bench", "proxy", "--threads", "65").code());
-        assertEquals(Main.USAGE, main("bench", "proxy", "--triggers", "3", "--threads", "4").code());
-        assertEquals(Main.USAGE, main("bench", "proxy", "--rounds").code());
-        Result r = main("bench", "proxy", "--bogus", "1");
+        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--iters", "0").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--threads", "65").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--triggers", "3", "--threads", "4").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--rounds").code());
+        MainRun r = MainRun.of("bench", "proxy", "--bogus", "1");
         assertEquals(Main.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(ProxyBench.SYNOPSIS), r.err());
-        Result which = main("bench", "nope");
+        MainRun which = MainRun.of("bench", "nope");
         assertTrue(which.err().contains("bootstrap, write, proxy") && which.err().contains(ProxyBench.SYNOPSIS),
                 which.err());
-        assertTrue(main("help").out().contains(ProxyBench.SYNOPSIS));
+        assertTrue(MainRun.of("help").out().contains(ProxyBench.SYNOPSIS));
     }
 
     @Test

@@ -6,39 +6,21 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 class WriteBenchTest {
 
-    private record Result(int code, String out, String err) {
-    }
-
-    private static Result main(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code;
-        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
-             PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            code = Main.run(List.of(args), o, e, Map.of());
-        }
-        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
-
     /** Two real rank processes, tiny sizes: every size checked by rank 1, one row each, the target line. */
     @Test
     @Timeout(180)
     void benchWriteWithTinySizesPrintsOneCheckedRowPerSize() {
-        Result r = main("bench", "write", "--max", "64K", "--iters", "3");
+        MainRun r = MainRun.of("bench", "write", "--max", "64K", "--iters", "3");
         assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
@@ -59,11 +41,11 @@ class WriteBenchTest {
 
     @Test
     void usageErrorsStartNothing() {
-        assertEquals(Main.USAGE, main("bench", "write", "--min", "4").code());
-        assertEquals(Main.USAGE, main("bench", "write", "--min", "64K", "--max", "4K").code());
-        assertEquals(Main.USAGE, main("bench", "write", "--iters", "0").code());
-        assertEquals(Main.USAGE, main("bench", "write", "--max", "big").code());
-        Result r = main("bench", "write", "--bogus", "1");
+        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--min", "4").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--min", "64K", "--max", "4K").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--iters", "0").code());
+        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--max", "big").code());
+        MainRun r = MainRun.of("bench", "write", "--bogus", "1");
         assertEquals(Main.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(WriteBench.SYNOPSIS), r.err());
     }
