@@ -1,8 +1,6 @@
 package org.jmscclpp.core;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import org.jspecify.annotations.Nullable;
 
@@ -59,7 +57,6 @@ public final class Fifo implements AutoCloseable {
     /** MSCCL++'s default capacity. */
     public static final int DEFAULT_CAPACITY = 512;
 
-    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 
     private final DeviceBuffer buffer;
     private final MemorySegment segment;
@@ -162,12 +159,12 @@ public final class Fifo implements AutoCloseable {
         long slot = FifoLayout.slot(t, mask);
         long snd;
         try {
-            snd = (long) WORD.getAcquire(segment, slot + FifoLayout.SND);
+            snd = Tokens.acquire(segment, slot + FifoLayout.SND);
             if ((snd & ProxyTrigger.COMMIT_BIT) != FifoLayout.commitBit(t, shift)) {
                 return false;
             }
             // the acquire above saw the producer's release store, so its fst is visible too
-            out[0] = (long) WORD.get(segment, slot);
+            out[0] = Tokens.plain(segment, slot);
         } catch (IllegalStateException | WrongThreadException e) {
             throw closedException("fifo poll", e);
         }
@@ -200,7 +197,7 @@ public final class Fifo implements AutoCloseable {
                     + "that found its trigger").phase("fifo pop").build();
         }
         try {
-            WORD.setRelease(segment, FifoLayout.TAIL, tail + 1);
+            Tokens.release(segment, FifoLayout.TAIL, tail + 1);
         } catch (IllegalStateException | WrongThreadException e) {
             throw closedException("fifo pop", e);
         }
@@ -254,9 +251,9 @@ public final class Fifo implements AutoCloseable {
     private void markState(long state, long position) {
         checkOpen("fifo state");
         try {
-            if ((long) WORD.getAcquire(segment, FifoLayout.STATE) == 0) {
-                WORD.set(segment, FifoLayout.STATE_POSITION, position);
-                WORD.setRelease(segment, FifoLayout.STATE, state);
+            if (Tokens.acquire(segment, FifoLayout.STATE) == 0) {
+                Tokens.setPlain(segment, FifoLayout.STATE_POSITION, position);
+                Tokens.release(segment, FifoLayout.STATE, state);
             }
         } catch (IllegalStateException | WrongThreadException e) {
             throw closedException("fifo state", e);

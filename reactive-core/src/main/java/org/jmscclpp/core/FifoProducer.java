@@ -1,7 +1,6 @@
 package org.jmscclpp.core;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
@@ -23,7 +22,6 @@ import java.time.Duration;
  */
 public final class FifoProducer {
 
-    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle CACHED_TAIL;
     /** Longest wait: longer timeouts are cut to it, so that the deadline arithmetic cannot overflow. */
 
@@ -90,7 +88,7 @@ public final class FifoProducer {
             throw invalid("push", "the timeout is negative: " + timeout);
         }
         try {
-            long pos = (long) WORD.getAndAdd(segment, FifoLayout.HEAD, 1L);
+            long pos = Tokens.getAndAdd(segment, FifoLayout.HEAD, 1L);
             long state = proxyState();
             if (state != 0) {
                 throw proxyGone(state, "push");
@@ -99,8 +97,8 @@ public final class FifoProducer {
                 awaitTailAbove(pos - capacity, timeout, "push");
             }
             long slot = FifoLayout.slot(pos, mask);
-            WORD.set(segment, slot, trigger.fst());
-            WORD.setRelease(segment, slot + FifoLayout.SND, trigger.snd() | FifoLayout.commitBit(pos, shift));
+            Tokens.setPlain(segment, slot, trigger.fst());
+            Tokens.release(segment, slot + FifoLayout.SND, trigger.snd() | FifoLayout.commitBit(pos, shift));
             return pos;
         } catch (IllegalStateException | WrongThreadException e) {
             throw closed("push", e);
@@ -138,7 +136,7 @@ public final class FifoProducer {
 
     /** Reads the proxy's tail (acquire: the proxy read the slots below it before it stored it) and caches it. */
     private long readTail() {
-        long tail = (long) WORD.getAcquire(segment, FifoLayout.TAIL);
+        long tail = Tokens.acquire(segment, FifoLayout.TAIL);
         if (tail > (long) CACHED_TAIL.getOpaque(this)) {
             CACHED_TAIL.setOpaque(this, tail);
         }
@@ -166,12 +164,12 @@ public final class FifoProducer {
 
     /** The proxy's state word (acquire): 0 while it runs or has not started; see {@link FifoLayout#STATE}. */
     long proxyState() {
-        return (long) WORD.getAcquire(segment, FifoLayout.STATE);
+        return Tokens.acquire(segment, FifoLayout.STATE);
     }
 
     /** The error for a non-zero {@link #proxyState()}: ABORTED when the proxy stopped, REMOTE_ERROR when it failed. */
     JmscclppException proxyGone(long state, String phase) {
-        return FifoLayout.proxyGone(state, (long) WORD.get(segment, FifoLayout.STATE_POSITION), "fifo " + phase);
+        return FifoLayout.proxyGone(state, Tokens.plain(segment, FifoLayout.STATE_POSITION), "fifo " + phase);
     }
 
     private JmscclppException closed(String phase, RuntimeException cause) {

@@ -5,9 +5,10 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * Atomic access to the 64-bit semaphore tokens that live in shared or host-visible memory. Tokens
- * are 8-byte aligned (every buffer a backend hands out is page aligned), so the access modes
- * below are real atomics, also between processes that map the same file.
+ * Atomic access to the 64-bit words that live in shared or host-visible memory: semaphore tokens,
+ * the fifo's head, tail, state and trigger words, flushed positions. The words are 8-byte aligned
+ * (every buffer a backend hands out is page aligned), so the access modes below are real atomics,
+ * also between processes that map the same file.
  */
 final class Tokens {
 
@@ -30,6 +31,11 @@ final class Tokens {
 
     static long addRelease(MemorySegment segment, long offset, long delta) {
         return (long) WORD.getAndAddRelease(segment, offset, delta);
+    }
+
+    /** Atomic add with volatile semantics; returns the value before. */
+    static long getAndAdd(MemorySegment segment, long offset, long delta) {
+        return (long) WORD.getAndAdd(segment, offset, delta);
     }
 
     static long plain(MemorySegment segment, long offset) {
