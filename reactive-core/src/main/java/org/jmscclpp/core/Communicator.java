@@ -367,17 +367,14 @@ public final class Communicator implements AutoCloseable {
             this.tag = tag;
         }
 
-        abstract String name();
+        /** The step's name, as errors give it: {@code connect}, {@code sendMemory}, ... */
+        abstract String phase();
 
         /** Sends what this step sends (nothing for a receive). */
         abstract Mono<Void> send(Duration timeout);
 
         /** Receives and builds the result (nothing for a send). */
         abstract Mono<T> receive(Duration timeout);
-
-        String phase() {
-            return name();
-        }
 
         void validate() {
             if (peer < 0 || peer >= size()) {
@@ -507,7 +504,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         @Override
-        String name() {
+        String phase() {
             return "connect";
         }
 
@@ -551,7 +548,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         @Override
-        String name() {
+        String phase() {
             return "sendMemory";
         }
 
@@ -572,7 +569,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         @Override
-        String name() {
+        String phase() {
             return "recvMemory";
         }
 
@@ -598,7 +595,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         @Override
-        String name() {
+        String phase() {
             return "buildSemaphore";
         }
 
