@@ -33,10 +33,7 @@ final class BootstrapDemo implements Sample {
 
     @Override
     public int run(RankEnvironment env, List<String> args) {
-        if (!args.isEmpty()) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "bootstrap-demo takes no arguments, got " + args)
-                    .phase("sample arguments").build();
-        }
+        Sample.requireNoArguments("bootstrap-demo", args);
         int rank = env.rank();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         long start = System.nanoTime();

@@ -34,10 +34,7 @@ final class MeshDemo implements Sample {
 
     @Override
     public int run(RankEnvironment env, List<String> args) {
-        if (!args.isEmpty()) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, NAME + " takes no arguments, got " + args)
-                    .phase("sample arguments").build();
-        }
+        Sample.requireNoArguments(NAME, args);
         int rank = env.rank();
         int nRanks = env.worldSize();
         long slice = SLICE;

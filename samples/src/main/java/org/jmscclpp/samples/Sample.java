@@ -1,6 +1,8 @@
 package org.jmscclpp.samples;
 
 import java.util.List;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 
 /**
  * One rank of a program that {@code jmscclpp} can start: {@code jmscclpp run -n N NAME args} starts N
@@ -19,4 +21,12 @@ public interface Sample {
      *                   {@code INVALID_USAGE})
      */
     int run(RankEnvironment env, List<String> args) throws Exception;
+
+    /** Refuses any argument for the sample {@code name}: {@link ErrorCode#INVALID_USAGE} listing them. */
+    static void requireNoArguments(String name, List<String> args) {
+        if (!args.isEmpty()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, name + " takes no arguments, got " + args)
+                    .phase("sample arguments").build();
+        }
+    }
 }
