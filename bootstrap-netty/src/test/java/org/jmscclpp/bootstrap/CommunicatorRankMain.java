@@ -102,18 +102,7 @@ final class CommunicatorRankMain {
     }
 
     public static void main(String[] args) {
-        RankMain.haltWhenParentGoes();
-        int code;
-        try {
-            code = run(RankMain.parse(args));
-        } catch (Throwable t) {
-            System.out.flush();
-            t.printStackTrace();
-            code = RankMain.EXIT_ERROR;
-        }
-        System.out.flush();
-        System.err.flush();
-        System.exit(code);
+        RankMain.exit(args, CommunicatorRankMain::run);
     }
 
     private static int run(Map<String, String> a) throws InterruptedException, IOException {

@@ -80,18 +80,7 @@ final class PortChannelRankMain {
     }
 
     public static void main(String[] args) {
-        RankMain.haltWhenParentGoes();
-        int code;
-        try {
-            code = run(RankMain.parse(args));
-        } catch (Throwable t) {
-            System.out.flush();
-            t.printStackTrace();
-            code = RankMain.EXIT_ERROR;
-        }
-        System.out.flush();
-        System.err.flush();
-        System.exit(code);
+        RankMain.exit(args, PortChannelRankMain::run);
     }
 
     private static int run(Map<String, String> a) throws Exception {

@@ -59,11 +59,25 @@ final class RankMain {
     }
 
     public static void main(String[] args) {
-        haltWhenParentGoes();
         logOneLinePerRecord();
+        exit(args, RankMain::run);
+    }
+
+    /** The body of a rank process's {@code main}: {@link RankMain#exit} runs it and exits with its code. */
+    @FunctionalInterface
+    interface Body {
+        int run(Map<String, String> args) throws Exception;
+    }
+
+    /**
+     * Runs a rank process: halts when the parent goes, runs {@code body} on the parsed arguments,
+     * prints what it threw (exit {@link #EXIT_ERROR}) and exits with its code after flushing.
+     */
+    static void exit(String[] args, Body body) {
+        haltWhenParentGoes();
         int code;
         try {
-            code = run(parse(args));
+            code = body.run(parse(args));
         } catch (Throwable t) {
             System.out.flush();
             t.printStackTrace();

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
+import org.jmscclpp.core.host.ChildJvm;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -56,14 +57,7 @@ final class RankProcesses implements AutoCloseable {
         if (ranks.containsKey(rank)) {
             throw new IllegalStateException(name + " rank " + rank + " was already started");
         }
-        List<String> command = new ArrayList<>();
-        command.add(ProcessHandle.current().info().command()
-                .orElseThrow(() -> new IllegalStateException("cannot tell which java binary runs this JVM")));
-        command.addAll(JVM_FLAGS);
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(mainClass.getName());
-        command.addAll(args);
+        List<String> command = ChildJvm.command(JVM_FLAGS, mainClass, args);
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.environment().putAll(env);
         Process p;

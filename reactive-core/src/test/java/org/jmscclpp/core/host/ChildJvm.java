@@ -30,15 +30,24 @@ public final class ChildJvm implements AutoCloseable {
         this.log = log;
     }
 
-    public static ChildJvm start(Path log, Class<?> mainClass, String... args) {
+    /**
+     * The command line of a JVM like this one (same java binary and class path) that runs
+     * {@code mainClass} with {@code flags} and {@code args}; also used by other modules' tests.
+     */
+    public static List<String> command(List<String> flags, Class<?> mainClass, List<String> args) {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command()
                 .orElseThrow(() -> new IllegalStateException("cannot tell which java binary runs this JVM")));
-        command.addAll(JVM_FLAGS);
+        command.addAll(flags);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(mainClass.getName());
-        command.addAll(List.of(args));
+        command.addAll(args);
+        return command;
+    }
+
+    public static ChildJvm start(Path log, Class<?> mainClass, String... args) {
+        List<String> command = command(JVM_FLAGS, mainClass, List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         // the child picks its directory from its arguments, never from the environment
         pb.environment().remove(HostBackend.SHM_DIR_ENV);
