@@ -252,8 +252,8 @@ public final class MemoryChannel {
         private final @Nullable MemorySegment packets;
         private final long dstSize;
         private final long srcSize;
+        /** Size of this rank's packet buffer; 0 when the channel has none (a registered memory has at least 1 byte). */
         private final long packetSize;
-        private final boolean hasPacketBuffer;
         private final ConnectionContext context;
 
         DeviceHandle(MemoryDevice2DeviceSemaphore.DeviceHandle semaphore, RegisteredMemory dst, RegisteredMemory src,
@@ -265,7 +265,6 @@ public final class MemoryChannel {
             this.dstSize = dst.size();
             this.srcSize = src.size();
             this.packetSize = packetBuffer == null ? 0 : packetBuffer.size();
-            this.hasPacketBuffer = packetBuffer != null;
             this.context = context;
         }
 
@@ -521,7 +520,7 @@ public final class MemoryChannel {
             PacketFormat format = ll16 ? LL16Packet.FORMAT : LL8Packet.FORMAT;
             int packetBytes = format.packetBytes;
             int payloadBytes = format.payloadBytes;
-            if (!hasPacketBuffer) {
+            if (packetSize == 0) {
                 throw Packets.invalid(context, phase, "this channel has no packet buffer to unpack from");
             }
             checkPacketCall(threadId, numThreads, flag, targetOffset, originOffset, bytes, packetBytes, payloadBytes,
@@ -580,7 +579,7 @@ public final class MemoryChannel {
         @Override
         public String toString() {
             return "MemoryChannel.DeviceHandle[" + context + ", dst " + dstSize + " bytes, src " + srcSize + " bytes"
-                    + (hasPacketBuffer ? ", packets " + packetSize + " bytes" : "") + "]";
+                    + (packetSize > 0 ? ", packets " + packetSize + " bytes" : "") + "]";
         }
     }
 }
