@@ -19,10 +19,10 @@ final class DeviceHandles {
     static final int HOST2DEVICE_SEMAPHORE_BYTES = 16;
     /** {@code MemoryDevice2DeviceSemaphoreDeviceHandle}: inbound, remote inbound, expected-inbound. */
     static final int MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES = 24;
-    /** {@code FifoDeviceHandle}: ring, head, tail, capacity, padding. */
+    /** {@code FifoDeviceHandle}: ring, head, tail, tail cache, capacity, padding. */
     static final int FIFO_BYTES = FifoLayout.DEVICE_HANDLE_BYTES;
     /** {@code PortChannelDeviceHandle}; the diagram is in {@link PortChannel#encodeDeviceHandle}. */
-    static final int PORT_CHANNEL_BYTES = 72;
+    static final int PORT_CHANNEL_BYTES = 80;
     /** {@code MemoryChannelDeviceHandle}; the diagram is in {@link MemoryChannel#encodeDeviceHandle}. */
     static final int MEMORY_CHANNEL_BYTES = MEMORY_DEVICE2DEVICE_SEMAPHORE_BYTES + 3 * Long.BYTES;
 
@@ -41,9 +41,9 @@ final class DeviceHandles {
         out.putLong(inboundToken).putLong(remoteInboundToken).putLong(expectedInbound).order(order);
     }
 
-    static void fifo(ByteBuffer out, long ring, long head, long tail, int capacity) {
+    static void fifo(ByteBuffer out, long ring, long head, long tail, long tailCache, int capacity) {
         ByteOrder order = begin(out, FIFO_BYTES, "a fifo's", "fifo device handle");
-        putFifo(out, ring, head, tail, capacity);
+        putFifo(out, ring, head, tail, tailCache, capacity);
         out.order(order);
     }
 
@@ -52,11 +52,11 @@ final class DeviceHandles {
      * handle, the fifo's handle, the flushed-position word, destination and source memory ids.
      */
     static void portChannel(ByteBuffer out, int semaphoreId, long inboundToken, long expectedInbound, long ring,
-                            long head, long tail, int capacity, long flushedPosition, int dstMemoryId,
-                            int srcMemoryId) {
+                            long head, long tail, long tailCache, int capacity, long flushedPosition,
+                            int dstMemoryId, int srcMemoryId) {
         ByteOrder order = begin(out, PORT_CHANNEL_BYTES, "a port channel's", "port channel device handle");
         out.putInt(semaphoreId).putInt(0).putLong(inboundToken).putLong(expectedInbound);
-        putFifo(out, ring, head, tail, capacity);
+        putFifo(out, ring, head, tail, tailCache, capacity);
         out.putLong(flushedPosition).putInt(dstMemoryId).putInt(srcMemoryId).order(order);
     }
 
@@ -68,8 +68,8 @@ final class DeviceHandles {
         out.order(ByteOrder.LITTLE_ENDIAN).putLong(dst).putLong(src).putLong(packetBuffer).order(order);
     }
 
-    private static void putFifo(ByteBuffer out, long ring, long head, long tail, int capacity) {
-        out.putLong(ring).putLong(head).putLong(tail).putInt(capacity).putInt(0);
+    private static void putFifo(ByteBuffer out, long ring, long head, long tail, long tailCache, int capacity) {
+        out.putLong(ring).putLong(head).putLong(tail).putLong(tailCache).putInt(capacity).putInt(0);
     }
 
     /** Checks the room, switches to little-endian and returns the caller's order. */

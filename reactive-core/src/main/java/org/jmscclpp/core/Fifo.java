@@ -20,7 +20,8 @@ import org.jspecify.annotations.Nullable;
  *       8            8   proxy state: 0 running or not started, 1 stopped, 2 failed (bits 8-15:
  *                          the failure's ErrorCode ordinal + 1); the proxy's release store
  *      16            8   the fifo position at which the proxy stopped or failed
- *      24           40   unused, so that head and the state have their cache line to themselves
+ *      24            8   tail cache of device producers (an atomic max of tails they read)
+ *      32           32   unused, so that head and the state have their cache line to themselves
  *      64            8   tail: positions consumed so far (the proxy's release store)
  *      72           56   unused
  *     128       16 * C   ring: slot i holds the trigger of every position p with p mod C = i
@@ -28,6 +29,14 @@ import org.jspecify.annotations.Nullable;
  *                          +8  8  snd, bit 63 the commit bit
  * </pre>
  * The buffer is {@code 128 + 16 * C} bytes and starts zeroed.
+ *
+ * <h2>GPU fifos</h2>
+ * When the backend's device is a GPU, head and the tail cache live in a separate 64-byte block of
+ * device memory (head at 0, tail cache at 8), as in MSCCL++: a kernel's push is then a device
+ * atomic, and the tail in host memory is read across the bus only when the ring looks full by the
+ * cached value. The ring, tail and state stay in the host-visible buffer, where the proxy reads
+ * and writes them. Only device code pushes into such a fifo; a host {@link FifoProducer}'s push is
+ * {@link ErrorCode#INVALID_USAGE}, its {@link FifoProducer#sync} works.
  *
  * <h2>Protocol</h2>
  * Position {@code p} lies on lap {@code p / C}; its commit bit is 1 on even laps and 0 on odd ones.
@@ -59,6 +68,8 @@ public final class Fifo implements AutoCloseable {
 
 
     private final DeviceBuffer buffer;
+    /** Head and tail cache in device memory for a GPU fifo; null when they are in {@link #buffer}. */
+    private final @Nullable DeviceBuffer deviceWords;
     private final MemorySegment segment;
     private final int capacity;
     private final long mask;
@@ -70,8 +81,9 @@ public final class Fifo implements AutoCloseable {
     private boolean polled;
     private volatile boolean closed;
 
-    private Fifo(DeviceBuffer buffer, MemorySegment segment, int capacity) {
+    private Fifo(DeviceBuffer buffer, @Nullable DeviceBuffer deviceWords, MemorySegment segment, int capacity) {
         this.buffer = buffer;
+        this.deviceWords = deviceWords;
         this.segment = segment;
         this.capacity = capacity;
         this.mask = capacity - 1L;
@@ -84,7 +96,8 @@ public final class Fifo implements AutoCloseable {
     }
 
     /**
-     * An empty fifo of {@code capacity} triggers in a new host-visible buffer of {@code backend}.
+     * An empty fifo of {@code capacity} triggers in a new host-visible buffer of {@code backend};
+     * on a GPU backend, head and tail cache in 64 bytes of its device memory (see the class comment).
      *
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when {@code capacity} is not a power of
      *                           two from 1 to 2^26; what the backend throws when it cannot allocate
@@ -92,9 +105,16 @@ public final class Fifo implements AutoCloseable {
     public static Fifo create(Backend backend, int capacity) {
         FifoLayout.checkCapacity(capacity, "fifo create");
         DeviceBuffer buffer = backend.allocateHostVisible(FifoLayout.bytes(capacity));
+        DeviceBuffer deviceWords = null;
         try {
-            return new Fifo(buffer, buffer.hostSegment(), capacity);
+            if (backend.device().type() == DeviceType.GPU) {
+                deviceWords = backend.allocate(FifoLayout.LINE);
+            }
+            return new Fifo(buffer, deviceWords, buffer.hostSegment(), capacity);
         } catch (RuntimeException e) {
+            if (deviceWords != null) {
+                deviceWords.close();
+            }
             buffer.close();
             throw e;
         }
@@ -121,13 +141,21 @@ public final class Fifo implements AutoCloseable {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a fifo's buffer is 8-byte aligned, this one starts "
                     + "at 0x" + Long.toHexString(fifoBuffer.address())).phase(phase).build();
         }
-        return new FifoProducer(fifoBuffer, fifoBuffer.hostSegment(), capacity);
+        return new FifoProducer(fifoBuffer, fifoBuffer.hostSegment(), capacity, true);
     }
 
-    /** A new producer for this fifo, with its own tail cache. */
+    /**
+     * A new producer for this fifo, with its own tail cache. For a GPU fifo (head in device memory)
+     * its pushes are {@link ErrorCode#INVALID_USAGE}; its syncs work.
+     */
     public FifoProducer producer() {
         checkOpen("fifo producer");
-        return new FifoProducer(buffer, segment, capacity);
+        return new FifoProducer(buffer, segment, capacity, deviceWords == null);
+    }
+
+    /** Whether head and tail cache are in device memory, so that only device code pushes. */
+    public boolean headInDeviceMemory() {
+        return deviceWords != null;
     }
 
     /** Triggers the ring holds. */
@@ -212,24 +240,39 @@ public final class Fifo implements AutoCloseable {
 
     /**
      * Writes what device code needs to push into this fifo, little-endian, at {@code out}'s
-     * position (which advances by 32 bytes; the buffer's byte order is left as it was):
+     * position (which advances by 40 bytes; the buffer's byte order is left as it was):
      * <pre>
      *  offset  width  field
      *       0      8  address of the ring (slot 0)
      *       8      8  address of head
      *      16      8  address of tail
-     *      24      4  capacity
-     *      28      4  zero
+     *      24      8  address of the tail cache
+     *      32      4  capacity
+     *      36      4  zero
      * </pre>
-     * The addresses are {@link DeviceBuffer#address()} plus the offsets of the class comment.
+     * The addresses are {@link DeviceBuffer#address()} plus the offsets of the class comment (head
+     * and tail cache in the device words of a GPU fifo). Device code finds the proxy state at
+     * tail - 56.
      *
-     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer than 32 bytes remain, or
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer than 40 bytes remain, or
      *                           the fifo is closed
      */
     public void encodeDeviceHandle(ByteBuffer out) {
         checkOpen("fifo device handle");
         long base = buffer.address();
-        DeviceHandles.fifo(out, base + FifoLayout.RING, base + FifoLayout.HEAD, base + FifoLayout.TAIL, capacity);
+        DeviceHandles.fifo(out, base + FifoLayout.RING, headAddress(), base + FifoLayout.TAIL, tailCacheAddress(),
+                capacity);
+    }
+
+    /** Where device code finds head. */
+    long headAddress() {
+        return deviceWords != null ? deviceWords.address() + FifoLayout.DEVICE_HEAD : buffer.address() + FifoLayout.HEAD;
+    }
+
+    /** Where device code finds the shared tail cache. */
+    long tailCacheAddress() {
+        return deviceWords != null ? deviceWords.address() + FifoLayout.DEVICE_TAIL_CACHE
+                : buffer.address() + FifoLayout.TAIL_CACHE;
     }
 
     /**
@@ -264,6 +307,9 @@ public final class Fifo implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        if (deviceWords != null) {
+            deviceWords.close();
+        }
         buffer.close();
     }
 

@@ -20,6 +20,12 @@ final class FifoLayout {
     static final long STATE = 8;
     /** The fifo position at which the proxy stopped or failed (u64, written before {@link #STATE}). */
     static final long STATE_POSITION = 16;
+    /**
+     * A tail value that device code shares among its producers (u64, atomic max by pushers), so
+     * that a push reads the proxy's {@link #TAIL} only when the ring looks full by it. Used when the
+     * head is in this buffer; a GPU fifo keeps head and tail cache in device memory instead.
+     */
+    static final long TAIL_CACHE = 24;
     /** The proxy's consumed count (u64, release store). */
     static final long TAIL = LINE;
     /** First trigger slot. */
@@ -29,7 +35,10 @@ final class FifoLayout {
     /** Offset of {@code snd} in a slot. */
     static final int SND = 8;
     /** Bytes {@link Fifo#encodeDeviceHandle} writes. */
-    static final int DEVICE_HANDLE_BYTES = 32;
+    static final int DEVICE_HANDLE_BYTES = 40;
+    /** In a GPU fifo's device words: offset of head, then of the tail cache. */
+    static final long DEVICE_HEAD = 0;
+    static final long DEVICE_TAIL_CACHE = 8;
     /** {@link #STATE}: the proxy stopped and takes no more triggers. */
     static final long STOPPED = 1;
     /** {@link #STATE}: the proxy failed handling a trigger and takes no more. */

@@ -45,9 +45,12 @@ public final class FifoProducer {
      */
     @SuppressWarnings("unused")
     private long cachedTail;
+    /** False for a GPU fifo, whose head is in device memory: only device code pushes there. */
+    private final boolean hostHead;
 
-    FifoProducer(DeviceBuffer buffer, MemorySegment segment, int capacity) {
+    FifoProducer(DeviceBuffer buffer, MemorySegment segment, int capacity, boolean hostHead) {
         this.buffer = buffer;
+        this.hostHead = hostHead;
         this.segment = segment;
         this.capacity = capacity;
         this.mask = capacity - 1L;
@@ -80,12 +83,15 @@ public final class FifoProducer {
      *                           {@link ErrorCode#ABORTED} when the proxy has stopped, and
      *                           {@link ErrorCode#REMOTE_ERROR} when it failed (found after claiming
      *                           the position or while waiting for room);
-     *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout or when the
-     *                           fifo's memory is closed
+     *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout, when the
+     *                           fifo's memory is closed, or when its head is in GPU memory
      */
     public long push(ProxyTrigger trigger, Duration timeout) {
         if (timeout.isNegative()) {
             throw invalid("push", "the timeout is negative: " + timeout);
+        }
+        if (!hostHead) {
+            throw invalid("push", "this fifo's head is in GPU memory: only device code pushes into it");
         }
         try {
             long pos = Tokens.getAndAdd(segment, FifoLayout.HEAD, 1L);

@@ -198,11 +198,12 @@ public final class PortChannel {
      *      24      8  address of the fifo's ring               }
      *      32      8  address of the fifo's head               } the fifo's device handle
      *      40      8  address of the fifo's tail               } ({@link Fifo#encodeDeviceHandle});
-     *      48      4  fifo capacity (u32)                      } the proxy state is at head + 8
-     *      52      4  zero                                     }
-     *      56      8  address of this semaphore's flushed-position word (see {@link ProxyService})
-     *      64      4  destination memory id (u32)
-     *      68      4  source memory id (u32)
+     *      48      8  address of the fifo's tail cache         } the proxy state is at tail - 56
+     *      56      4  fifo capacity (u32)                      }
+     *      60      4  zero                                     }
+     *      64      8  address of this semaphore's flushed-position word (see {@link ProxyService})
+     *      72      4  destination memory id (u32)
+     *      76      4  source memory id (u32)
      * </pre>
      *
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when fewer bytes remain, or the
@@ -215,10 +216,11 @@ public final class PortChannel {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the proxy service is closed").rank(context.rank())
                     .peer(context.remoteRank()).tag(context.tag()).phase("port channel device handle").build();
         }
+        Fifo fifo = service.fifo();
         long base = fifoBuffer.address();
         DeviceHandles.portChannel(out, semaphoreId.value(), handle.inboundAddress(), handle.expectedAddress(),
-                base + FifoLayout.RING, base + FifoLayout.HEAD, base + FifoLayout.TAIL, service.fifoCapacity(),
-                words.address() + flushedOffset, dst.value(), src.value());
+                base + FifoLayout.RING, fifo.headAddress(), base + FifoLayout.TAIL, fifo.tailCacheAddress(),
+                service.fifoCapacity(), words.address() + flushedOffset, dst.value(), src.value());
     }
 
     // ------------------------------------------------------------------------------------------

@@ -276,7 +276,7 @@ class FifoTest {
             fifo.pop();
             invalid("without a poll", fifo::pop);
             assertEquals(1, fifo.tail());
-            invalid("31 remain", () -> fifo.encodeDeviceHandle(ByteBuffer.allocate(31)));
+            invalid("39 remain", () -> fifo.encodeDeviceHandle(ByteBuffer.allocate(39)));
 
             fifo.close();
             fifo.close();
@@ -293,21 +293,62 @@ class FifoTest {
     @Test
     void deviceHandleIsLittleEndianAddressesAndCapacity() {
         try (Fifo fifo = Fifo.create(backend, 64)) {
-            ByteBuffer out = ByteBuffer.allocate(40).order(ByteOrder.BIG_ENDIAN);
+            ByteBuffer out = ByteBuffer.allocate(48).order(ByteOrder.BIG_ENDIAN);
             out.putInt(0x11223344);
             fifo.encodeDeviceHandle(out);
-            assertEquals(36, out.position());
+            assertEquals(44, out.position());
             assertEquals(ByteOrder.BIG_ENDIAN, out.order(), "the caller's byte order is restored");
-            ByteBuffer in = ByteBuffer.wrap(out.array(), 4, 32).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer in = ByteBuffer.wrap(out.array(), 4, 40).order(ByteOrder.LITTLE_ENDIAN);
             long base = fifo.buffer().address();
+            assertFalse(fifo.headInDeviceMemory(), "a host fifo's head is in its buffer");
             assertEquals(base + 128, in.getLong());
             assertEquals(base, in.getLong());
             assertEquals(base + 64, in.getLong());
+            assertEquals(base + 24, in.getLong(), "tail cache");
             assertEquals(64, in.getInt());
             assertEquals(0, in.getInt());
             assertEquals(FifoLayout.bytes(64), fifo.buffer().size());
             assertEquals(128 + 64 * 16, fifo.buffer().size());
         }
+    }
+
+    @Test
+    void gpuFifoKeepsHeadAndTailCacheInDeviceMemoryAndRefusesHostPushes() {
+        java.util.List<DeviceBuffer> allocated = new java.util.ArrayList<>();
+        Backend gpu = (Backend) java.lang.reflect.Proxy.newProxyInstance(Backend.class.getClassLoader(),
+                new Class<?>[] {Backend.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("device")) {
+                        return Device.gpu(0);
+                    }
+                    Object result = method.invoke(backend, args);
+                    if (method.getName().equals("allocate")) {
+                        allocated.add((DeviceBuffer) result);
+                    }
+                    return result;
+                });
+        Fifo fifo = Fifo.create(gpu, 8);
+        try {
+            assertTrue(fifo.headInDeviceMemory());
+            assertEquals(1, allocated.size(), "one block of device words");
+            DeviceBuffer words = allocated.get(0);
+            assertEquals(64, words.size());
+            ByteBuffer in = ByteBuffer.allocate(40);
+            fifo.encodeDeviceHandle(in);
+            in.flip().order(ByteOrder.LITTLE_ENDIAN);
+            long base = fifo.buffer().address();
+            assertEquals(base + 128, in.getLong(0), "ring");
+            assertEquals(words.address(), in.getLong(8), "head in device memory");
+            assertEquals(base + 64, in.getLong(16), "tail in the host-visible buffer");
+            assertEquals(words.address() + 8, in.getLong(24), "tail cache in device memory");
+            assertEquals(8, in.getInt(32));
+
+            FifoProducer producer = fifo.producer();
+            invalid("only device code pushes", () -> producer.push(ProxyTrigger.decode(1, 1)));
+            producer.sync(-1, Duration.ZERO);
+        } finally {
+            fifo.close();
+        }
+        assertTrue(allocated.get(0).isClosed(), "closing the fifo frees its device words");
     }
 
     private static void invalid(String fragment, Executable call) {

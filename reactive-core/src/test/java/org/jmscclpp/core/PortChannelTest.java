@@ -224,30 +224,31 @@ class PortChannelTest {
             ch.encodeDeviceHandle(out);
             assertEquals(0, out.remaining());
             assertEquals(ByteOrder.BIG_ENDIAN, out.order(), "the caller's byte order is restored");
-            ByteBuffer in = ByteBuffer.wrap(out.array(), 4, 72).slice().order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer in = ByteBuffer.wrap(out.array(), 4, 80).slice().order(ByteOrder.LITTLE_ENDIAN);
 
             Host2DeviceSemaphore semaphore = p.semaphore(second);
             ByteBuffer semaphoreHandle = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN);
             semaphore.deviceHandle().encode(semaphoreHandle);
             assertEquals(ByteOrder.BIG_ENDIAN, semaphoreHandle.order());
-            ByteBuffer fifoHandle = ByteBuffer.allocate(32);
+            ByteBuffer fifoHandle = ByteBuffer.allocate(40);
             p.fifo().encodeDeviceHandle(fifoHandle);
 
             assertEquals(1, in.getInt(0), "semaphore id");
             assertEquals(0, in.getInt(4), "padding");
             assertEquals(semaphore.semaphore().localMemory().buffer().address(), in.getLong(8), "inbound token");
             assertTrue(Arrays.equals(semaphoreHandle.array(), 0, 16, out.array(), 4 + 8, 4 + 24), "semaphore handle");
-            assertTrue(Arrays.equals(fifoHandle.array(), 0, 32, out.array(), 4 + 24, 4 + 56), "fifo handle");
+            assertTrue(Arrays.equals(fifoHandle.array(), 0, 40, out.array(), 4 + 24, 4 + 64), "fifo handle");
             assertEquals(p.fifo().buffer().address() + FifoLayout.HEAD, in.getLong(32), "fifo head");
-            assertEquals(64, in.getInt(48), "fifo capacity");
-            assertEquals(p.flushedWords().address() + 8, in.getLong(56), "flushed word of semaphore 1");
-            assertEquals(f.dstIds.get(0).value(), in.getInt(64), "dst id");
-            assertEquals(2, in.getInt(68), "src id");
+            assertEquals(p.fifo().buffer().address() + FifoLayout.TAIL_CACHE, in.getLong(48), "fifo tail cache");
+            assertEquals(64, in.getInt(56), "fifo capacity");
+            assertEquals(p.flushedWords().address() + 8, in.getLong(64), "flushed word of semaphore 1");
+            assertEquals(f.dstIds.get(0).value(), in.getInt(72), "dst id");
+            assertEquals(2, in.getInt(76), "src id");
 
             JmscclppException e = assertThrows(JmscclppException.class,
-                    () -> ch.encodeDeviceHandle(ByteBuffer.allocate(71)));
+                    () -> ch.encodeDeviceHandle(ByteBuffer.allocate(79)));
             assertEquals(ErrorCode.INVALID_USAGE, e.code());
-            assertTrue(e.getMessage().contains("72 bytes, 71 remain"), e.getMessage());
+            assertTrue(e.getMessage().contains("80 bytes, 79 remain"), e.getMessage());
             assertThrows(JmscclppException.class, () -> semaphore.deviceHandle().encode(ByteBuffer.allocate(15)));
         }
     }
