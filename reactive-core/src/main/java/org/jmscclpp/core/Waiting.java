@@ -13,8 +13,10 @@ import reactor.core.scheduler.Schedulers;
  * way the design asks: spin with {@link Thread#onSpinWait()} for a bounded budget, then park with a
  * growing delay, so that a waiting virtual thread never owns its carrier for long (two spinning
  * virtual threads on two carriers delayed a third by a second when they never parked).
+ * Public for the backends in other modules (the CUDA backend polls events this way); not an
+ * application API.
  */
-final class Waiting {
+public final class Waiting {
 
     /**
      * How long a waiter polls before it first parks, in µs (system property
@@ -40,12 +42,12 @@ final class Waiting {
     }
 
     /** {@code timeout}, cut to {@link #MAX_WAIT}; negative timeouts count as zero. */
-    static Duration bounded(Duration timeout) {
+    public static Duration bounded(Duration timeout) {
         return timeout.isNegative() ? Duration.ZERO : timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout;
     }
 
     /** The {@link System#nanoTime()} at which a wait of {@code timeout} starting now ends (see {@link #bounded}). */
-    static long deadline(Duration timeout) {
+    public static long deadline(Duration timeout) {
         return System.nanoTime() + bounded(timeout).toNanos();
     }
 
@@ -53,7 +55,7 @@ final class Waiting {
      * Blocks the calling thread until {@code condition} holds or {@code deadlineNanos}
      * ({@link System#nanoTime()}) passes; returns whether the condition held.
      */
-    static boolean await(BooleanSupplier condition, long deadlineNanos) {
+    public static boolean await(BooleanSupplier condition, long deadlineNanos) {
         Backoff backoff = new Backoff(MAX_PARK_NANOS);
         while (true) {
             if (condition.getAsBoolean()) {
@@ -122,7 +124,7 @@ final class Waiting {
      * thread and then on a virtual thread; after {@code timeout} it errors with
      * {@code onTimeout.get()}. Cancelling stops the waiting thread.
      */
-    static Mono<Void> until(BooleanSupplier condition, Duration timeout, Supplier<JmscclppException> onTimeout) {
+    public static Mono<Void> until(BooleanSupplier condition, Duration timeout, Supplier<JmscclppException> onTimeout) {
         return Mono.defer(() -> {
             if (condition.getAsBoolean()) {
                 return Mono.empty();

@@ -1,0 +1,248 @@
+package org.jmscclpp.nativebridge;
+
+import com.sun.jna.Native;
+import com.sun.jna.NativeLibrary;
+import com.sun.jna.Pointer;
+import com.sun.jna.Structure;
+import java.util.List;
+import java.util.Optional;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The CUDA driver API ({@code libcuda.so.1}) through JNA direct mapping ({@code Native.register}:
+ * about half the per-call cost of interface mapping, which matters for the calls the proxy makes
+ * per trigger). Java names are the exported symbols: {@code cuda.h} maps {@code cuMemAlloc} to
+ * {@code cuMemAlloc_v2} and so on, and JNA binds the literal name.
+ *
+ * <p>Handles ({@code CUcontext}, {@code CUstream}, {@code CUevent}, {@code CUmodule},
+ * {@code CUfunction}) and device pointers travel as {@code long}: on x86-64 a pointer and a 64-bit
+ * integer are passed the same way. Out-parameters are one-element arrays. Every function returns
+ * a {@code CUresult}; {@link #check} turns a failure into an exception naming the call and the
+ * driver's error name.
+ *
+ * <p>The library is registered when this class initialises; when that fails (no driver on this
+ * host) {@link #unavailableReason()} says why and no native method may be called.
+ */
+final class CudaDriver {
+
+    static final int CUDA_SUCCESS = 0;
+    static final int CUDA_ERROR_NOT_READY = 600;
+
+    static final int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+    static final int CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41;
+    static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+    static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+    static final int CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
+    static final int CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103;
+    static final int CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122;
+
+    static final int CU_MEMHOSTALLOC_PORTABLE = 1;
+    static final int CU_MEMHOSTALLOC_DEVICEMAP = 2;
+    static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
+    static final int CU_STREAM_NON_BLOCKING = 1;
+    static final int CU_EVENT_DISABLE_TIMING = 2;
+    static final int CU_EVENT_DEFAULT = 0;
+    static final int CU_STREAM_WRITE_VALUE_DEFAULT = 0;
+
+    static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+    static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
+    static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+    static final int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+    static final int CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+    /** {@code sizeof(CUmemAllocationProp)} on x86-64 (CUDA 13): type, handle types, location, win32 pointer, flags. */
+    static final int MEM_ALLOCATION_PROP_BYTES = 32;
+    /** {@code sizeof(CUmemAccessDesc)}: location (type, id), flags. */
+    static final int MEM_ACCESS_DESC_BYTES = 12;
+    /** {@code sizeof(CUipcMemHandle)}. */
+    static final int IPC_HANDLE_BYTES = 64;
+
+    private static final @Nullable String UNAVAILABLE;
+
+    static {
+        String reason = null;
+        try {
+            Native.register(CudaDriver.class, NativeLibrary.getInstance(libraryName()));
+        } catch (UnsatisfiedLinkError | RuntimeException e) {
+            reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: " + e.getMessage();
+        }
+        UNAVAILABLE = reason;
+    }
+
+    private CudaDriver() {
+    }
+
+    /** {@code cuda}, which JNA resolves to {@code libcuda.so.1}; {@code JMSCCLPP_CUDA_LIBRARY} names another file. */
+    private static String libraryName() {
+        String name = System.getenv("JMSCCLPP_CUDA_LIBRARY");
+        return name != null && !name.isBlank() ? name : "cuda";
+    }
+
+    /** Empty when the driver library is registered; otherwise why it is not. */
+    static Optional<String> unavailableReason() {
+        return Optional.ofNullable(UNAVAILABLE);
+    }
+
+    /**
+     * Throws unless {@code result} is {@code CUDA_SUCCESS}: {@link ErrorCode#SYSTEM_ERROR} whose
+     * message names {@code call} and the driver's error name and text, for example
+     * {@code cuMemAlloc_v2(1073741824 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory}.
+     */
+    static void check(int result, String call) {
+        if (result != CUDA_SUCCESS) {
+            throw error(result, call);
+        }
+    }
+
+    /** The exception {@link #check} throws for {@code result}. */
+    static JmscclppException error(int result, String call) {
+        return JmscclppException.builder(ErrorCode.SYSTEM_ERROR, call + " failed: " + describe(result))
+                .phase("cuda").build();
+    }
+
+    /** {@code NAME (code): text} for a {@code CUresult}. */
+    static String describe(int result) {
+        long[] text = new long[1];
+        String name = cuGetErrorName(result, text) == CUDA_SUCCESS && text[0] != 0
+                ? new Pointer(text[0]).getString(0) : "CUresult";
+        String detail = cuGetErrorString(result, text) == CUDA_SUCCESS && text[0] != 0
+                ? new Pointer(text[0]).getString(0) : "unknown error";
+        return name + " (" + result + "): " + detail;
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // errors, driver, devices, contexts
+
+    static native int cuGetErrorName(int error, long[] str);
+
+    static native int cuGetErrorString(int error, long[] str);
+
+    static native int cuInit(int flags);
+
+    static native int cuDriverGetVersion(int[] version);
+
+    static native int cuDeviceGetCount(int[] count);
+
+    static native int cuDeviceGet(int[] device, int ordinal);
+
+    static native int cuDeviceGetAttribute(int[] value, int attribute, int device);
+
+    static native int cuDeviceGetName(byte[] name, int length, int device);
+
+    static native int cuDeviceTotalMem_v2(long[] bytes, int device);
+
+    static native int cuDevicePrimaryCtxRetain(long[] context, int device);
+
+    static native int cuDevicePrimaryCtxRelease_v2(int device);
+
+    static native int cuCtxSetCurrent(long context);
+
+    static native int cuCtxSynchronize();
+
+    // ---------------------------------------------------------------------------------------------
+    // memory
+
+    static native int cuMemAlloc_v2(long[] devicePointer, long bytes);
+
+    static native int cuMemFree_v2(long devicePointer);
+
+    static native int cuMemsetD8_v2(long devicePointer, byte value, long count);
+
+    static native int cuMemHostAlloc(long[] hostPointer, long bytes, int flags);
+
+    static native int cuMemFreeHost(long hostPointer);
+
+    static native int cuMemHostGetDevicePointer_v2(long[] devicePointer, long hostPointer, int flags);
+
+    static native int cuMemGetAddressRange_v2(long[] base, long[] size, long devicePointer);
+
+    static native int cuMemcpyAsync(long dst, long src, long bytes, long stream);
+
+    static native int cuMemcpyDtoDAsync_v2(long dst, long src, long bytes, long stream);
+
+    static native int cuMemcpyHtoDAsync_v2(long dst, long src, long bytes, long stream);
+
+    // ---------------------------------------------------------------------------------------------
+    // CUDA IPC (legacy handles) and virtual memory management
+
+    static native int cuIpcGetMemHandle(byte[] handle, long devicePointer);
+
+    static native int cuIpcOpenMemHandle_v2(long[] devicePointer, IpcMemHandle handle, int flags);
+
+    static native int cuIpcCloseMemHandle(long devicePointer);
+
+    static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
+
+    static native int cuMemCreate(long[] handle, long bytes, byte[] prop, long flags);
+
+    static native int cuMemRelease(long handle);
+
+    static native int cuMemAddressReserve(long[] pointer, long bytes, long alignment, long address, long flags);
+
+    static native int cuMemAddressFree(long pointer, long bytes);
+
+    static native int cuMemMap(long pointer, long bytes, long offset, long handle, long flags);
+
+    static native int cuMemUnmap(long pointer, long bytes);
+
+    static native int cuMemSetAccess(long pointer, long bytes, byte[] descriptors, long count);
+
+    static native int cuMemExportToShareableHandle(int[] shareableHandle, long handle, int handleType, long flags);
+
+    /** {@code osHandle} is the file descriptor itself, passed where C passes {@code void*}. */
+    static native int cuMemImportFromShareableHandle(long[] handle, long osHandle, int handleType);
+
+    // ---------------------------------------------------------------------------------------------
+    // streams and events
+
+    static native int cuStreamCreate(long[] stream, int flags);
+
+    static native int cuStreamDestroy_v2(long stream);
+
+    static native int cuStreamQuery(long stream);
+
+    static native int cuStreamWriteValue64_v2(long stream, long address, long value, int flags);
+
+    static native int cuEventCreate(long[] event, int flags);
+
+    static native int cuEventDestroy_v2(long event);
+
+    static native int cuEventRecord(long event, long stream);
+
+    static native int cuEventQuery(long event);
+
+    static native int cuEventElapsedTime_v2(float[] milliseconds, long start, long end);
+
+    // ---------------------------------------------------------------------------------------------
+    // modules and launches
+
+    static native int cuModuleLoadData(long[] module, byte[] image);
+
+    static native int cuModuleUnload(long module);
+
+    static native int cuModuleGetFunction(long[] function, long module, String name);
+
+    static native int cuFuncSetAttribute(long function, int attribute, int value);
+
+    static native int cuLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+                                     int blockZ, int sharedMemBytes, long stream, Pointer kernelParams,
+                                     @Nullable Pointer extra);
+
+    /** {@code CUipcMemHandle}, 64 opaque bytes passed by value to {@code cuIpcOpenMemHandle}. */
+    public static final class IpcMemHandle extends Structure implements Structure.ByValue {
+        public byte[] reserved = new byte[IPC_HANDLE_BYTES];
+
+        IpcMemHandle() {
+        }
+
+        IpcMemHandle(byte[] bytes) {
+            System.arraycopy(bytes, 0, reserved, 0, IPC_HANDLE_BYTES);
+        }
+
+        @Override
+        protected List<String> getFieldOrder() {
+            return List.of("reserved");
+        }
+    }
+}

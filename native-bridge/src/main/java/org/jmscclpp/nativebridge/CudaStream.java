@@ -1,0 +1,172 @@
+package org.jmscclpp.nativebridge;
+
+import static org.jmscclpp.nativebridge.CudaDriver.check;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Waiting;
+import reactor.core.publisher.Mono;
+
+/**
+ * A non-blocking CUDA stream of one {@link CudaContext}, and the way this project waits for it:
+ * record an event, then poll {@code cuEventQuery} (a call that never blocks) with the spin-then-park
+ * pacing of {@link Waiting}. Blocking driver calls ({@code cuStreamSynchronize},
+ * {@code cuEventSynchronize}) are never used: on a virtual thread they would hold the carrier for
+ * the whole wait.
+ *
+ * <p>Events are pooled, so a wait costs two driver calls (record, query) and no allocation in the
+ * driver after warm-up. Thread-safe: work may be enqueued from any thread.
+ */
+final class CudaStream implements AutoCloseable {
+
+    private final CudaContext context;
+    private final long handle;
+    private final String name;
+    private final ArrayDeque<Long> freeEvents = new ArrayDeque<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    CudaStream(CudaContext context, String name) {
+        this.context = context;
+        this.name = name;
+        context.makeCurrent();
+        long[] stream = new long[1];
+        check(CudaDriver.cuStreamCreate(stream, CudaDriver.CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + name + ")");
+        this.handle = stream[0];
+    }
+
+    /** The {@code CUstream}. */
+    long handle() {
+        return handle;
+    }
+
+    CudaContext context() {
+        return context;
+    }
+
+    /**
+     * Records an event after the work enqueued so far and returns it; {@link #isDone} tells when
+     * that work finished, {@link #release} returns the event to the pool.
+     */
+    long record() {
+        checkOpen();
+        long event = takeEvent();
+        context.makeCurrent();
+        int result = CudaDriver.cuEventRecord(event, handle);
+        if (result != CudaDriver.CUDA_SUCCESS) {
+            release(event);
+            throw CudaDriver.error(result, "cuEventRecord(" + name + ")");
+        }
+        return event;
+    }
+
+    /**
+     * Whether the work before {@code event} finished; throws {@link ErrorCode#SYSTEM_ERROR} when
+     * the stream failed (a kernel trapped or touched a bad address: the context is then lost).
+     */
+    boolean isDone(long event) {
+        context.makeCurrent();
+        int result = CudaDriver.cuEventQuery(event);
+        if (result == CudaDriver.CUDA_ERROR_NOT_READY) {
+            return false;
+        }
+        check(result, "cuEventQuery(" + name + ")");
+        return true;
+    }
+
+    /** Returns an event to the pool. */
+    void release(long event) {
+        synchronized (freeEvents) {
+            if (!closed.get()) {
+                freeEvents.push(event);
+                return;
+            }
+        }
+        CudaDriver.cuEventDestroy_v2(event);
+    }
+
+    /**
+     * A lazy Mono that completes when every piece of work enqueued on this stream before its
+     * subscription has finished, polled on a virtual thread; errors with
+     * {@link ErrorCode#TIMEOUT} naming {@code what} after {@code timeout}, and with
+     * {@link ErrorCode#SYSTEM_ERROR} when the work failed.
+     */
+    Mono<Void> drained(Duration timeout, String what) {
+        return Mono.defer(() -> {
+            long event = record();
+            boolean[] failed = {false};
+            return Waiting.until(() -> {
+                try {
+                    return isDone(event);
+                } catch (JmscclppException e) {
+                    failed[0] = true;
+                    throw e;
+                }
+            }, timeout, () -> JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name
+                    + " within " + timeout).phase("cuda").build())
+                    .doFinally(signal -> release(event));
+        });
+    }
+
+    /**
+     * Blocks the calling thread (parking, never inside the driver) until the work enqueued so far
+     * has finished.
+     *
+     * @throws JmscclppException {@link ErrorCode#TIMEOUT} after {@code timeout};
+     *                           {@link ErrorCode#SYSTEM_ERROR} when the work failed
+     */
+    void await(Duration timeout, String what) {
+        long event = record();
+        try {
+            if (!Waiting.await(() -> isDone(event), Waiting.deadline(timeout))) {
+                throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name + " within "
+                        + timeout).phase("cuda").build();
+            }
+        } finally {
+            release(event);
+        }
+    }
+
+    private long takeEvent() {
+        synchronized (freeEvents) {
+            Long event = freeEvents.poll();
+            if (event != null) {
+                return event;
+            }
+        }
+        context.makeCurrent();
+        long[] event = new long[1];
+        check(CudaDriver.cuEventCreate(event, CudaDriver.CU_EVENT_DISABLE_TIMING), "cuEventCreate(" + name + ")");
+        return event[0];
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the stream " + name + " is closed").phase("cuda")
+                    .build();
+        }
+    }
+
+    /** Destroys the pooled events and the stream (work still queued finishes first, as the driver does). Idempotent. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        context.makeCurrent();
+        synchronized (freeEvents) {
+            for (Long event : freeEvents) {
+                CudaDriver.cuEventDestroy_v2(event);
+            }
+            freeEvents.clear();
+        }
+        CudaDriver.cuStreamDestroy_v2(handle);
+    }
+
+    @Override
+    public String toString() {
+        return "CudaStream[" + name + ", " + context + "]";
+    }
+}
