@@ -65,7 +65,10 @@ final class CudaDriver {
         try {
             Native.register(CudaDriver.class, NativeLibrary.getInstance(libraryName()));
         } catch (UnsatisfiedLinkError | RuntimeException e) {
-            reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: " + e.getMessage();
+            String message = String.valueOf(e.getMessage());
+            int newline = message.indexOf('\n');
+            reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: "
+                    + (newline < 0 ? message : message.substring(0, newline)).strip();
         }
         UNAVAILABLE = reason;
     }
@@ -147,7 +150,7 @@ final class CudaDriver {
 
     static native int cuMemFree_v2(long devicePointer);
 
-    static native int cuMemsetD8_v2(long devicePointer, byte value, long count);
+    static native int cuMemsetD8Async(long devicePointer, byte value, long count, long stream);
 
     static native int cuMemHostAlloc(long[] hostPointer, long bytes, int flags);
 
