@@ -1,0 +1,90 @@
+package org.jmscclpp.nativebridge;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.host.ChildJvm;
+
+/**
+ * A job of one process per GPU on this host, each a JVM like this one running {@link GpuRankMain}
+ * with {@code JMSCCLPP_CUDA_DEVICE} set to its rank, bootstrapped over TCP on loopback. Waits for
+ * every rank with a deadline, kills what is left, and fails with every rank's output when a rank
+ * failed; returns the outputs otherwise (tests print them: they are the record of a GPU run).
+ */
+final class GpuJob {
+
+    private static final List<String> FLAGS = List.of("--enable-native-access=ALL-UNNAMED", "-Xmx1g", "-Xss1m");
+
+    private GpuJob() {
+    }
+
+    static List<String> run(int nRanks, Duration timeout, Path logs, String scenario, String... args) {
+        String address = "127.0.0.1:" + freePort();
+        List<Process> processes = new ArrayList<>();
+        List<Path> outputs = new ArrayList<>();
+        try {
+            for (int rank = 0; rank < nRanks; rank++) {
+                List<String> a = new ArrayList<>(List.of("rank=" + rank, "nranks=" + nRanks, "address=" + address,
+                        "scenario=" + scenario));
+                a.addAll(List.of(args));
+                Path out = logs.resolve(scenario + "-rank" + rank + ".log");
+                ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, GpuRankMain.class, a))
+                        .redirectErrorStream(true).redirectOutput(out.toFile());
+                pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
+                processes.add(pb.start());
+                outputs.add(out);
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            boolean failed = false;
+            for (Process p : processes) {
+                long left = deadline - System.nanoTime();
+                if (!p.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                    failed = true;
+                    break;
+                }
+                failed |= p.exitValue() != 0;
+            }
+            List<String> texts = new ArrayList<>();
+            for (int rank = 0; rank < nRanks; rank++) {
+                processes.get(rank).destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                texts.add(Files.readString(outputs.get(rank), StandardCharsets.UTF_8));
+            }
+            if (failed) {
+                StringBuilder all = new StringBuilder(scenario + " failed or ran past " + timeout + ":\n");
+                for (int rank = 0; rank < nRanks; rank++) {
+                    Process p = processes.get(rank);
+                    all.append("--- rank ").append(rank).append(" exit ")
+                            .append(p.isAlive() ? "none" : Integer.toString(p.exitValue())).append(" ---\n")
+                            .append(texts.get(rank));
+                }
+                fail(all.toString());
+            }
+            return texts;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        } finally {
+            processes.forEach(Process::destroyForcibly);
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
