@@ -32,7 +32,8 @@ public final class CudaModule implements AutoCloseable {
     private final ConcurrentHashMap<String, Kernel> kernels = new ConcurrentHashMap<>();
     /** Readers launch or look up; the writer unloads: nothing uses the module while it goes. */
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-    private boolean closed;
+    /** Written under the write lock; volatile for the lock-free check of an already known kernel. */
+    private volatile boolean closed;
 
     private CudaModule(CudaContext context, long handle, String name) {
         this.context = context;
@@ -138,12 +139,7 @@ public final class CudaModule implements AutoCloseable {
 
     /** Whether {@link #close()} ran. */
     public boolean isClosed() {
-        lock.readLock().lock();
-        try {
-            return closed;
-        } finally {
-            lock.readLock().unlock();
-        }
+        return closed;
     }
 
     /** Destroys the module's idle streams and unloads it ({@code cuModuleUnload}). Idempotent. */

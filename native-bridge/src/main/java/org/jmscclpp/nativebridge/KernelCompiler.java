@@ -72,6 +72,8 @@ public final class KernelCompiler {
     static final int FORMAT_VERSION = 1;
     static final String SUFFIX = ".kernel";
     private static final int DIGEST_BYTES = 32;
+    /** Larger files are not entries (cubins are kilobytes to a few megabytes): never read them whole. */
+    private static final long MAX_ENTRY_BYTES = 256L << 20;
     private static final int HEADER_BYTES = 4 + 4 + DIGEST_BYTES;
     private static final Pattern ARCHITECTURE = Pattern.compile("sm_[0-9]{2,3}[a-z]?");
     private static final byte[] ELF_MAGIC = {0x7F, 'E', 'L', 'F'};
@@ -268,6 +270,12 @@ public final class KernelCompiler {
         Path file = cacheFile(key);
         byte[] bytes;
         try {
+            long size = Files.size(file);
+            if (size > MAX_ENTRY_BYTES) {
+                LOG.warning(() -> "kernel cache: " + file + " is unusable (" + size + " bytes); compiling " + name
+                        + " again");
+                return null;
+            }
             bytes = Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             return null;

@@ -227,4 +227,13 @@ class KernelCompilerTest {
         assertTrue(ptx.contains(".target sm_90"), ptx);
         assertTrue(ptx.contains(".entry scale("), ptx);
     }
+
+    @Test
+    void theGpuTestKernelsCompile() {
+        // KernelGpuTest runs only on GPU hosts: its kernels are at least checked here
+        CompiledKernel kernels = KernelCompiler.create(cache).compile("kernels.cu", GpuKernels.SOURCE, "sm_90",
+                Map.of(GpuKernels.UTIL_NAME, GpuKernels.UTIL), List.of("-lineinfo"));
+        assertTrue(kernels.size() > 0);
+        assertEquals("", kernels.log(), "no warnings");
+    }
 }
