@@ -179,6 +179,16 @@ public final class CudaBackend implements Backend {
         return context;
     }
 
+    /**
+     * Loads a cubin ({@link KernelCompiler}'s output) into this GPU's context.
+     *
+     * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the driver rejects the image
+     */
+    public CudaModule loadModule(byte[] cubin) {
+        checkOpen("loadModule");
+        return CudaModule.load(context, cubin);
+    }
+
     // ---------------------------------------------------------------------------------------------
     // allocation
 

@@ -65,6 +65,8 @@ public final class Fifo implements AutoCloseable {
 
     /** MSCCL++'s default capacity. */
     public static final int DEFAULT_CAPACITY = 512;
+    /** Bytes of {@link #encodeDeviceHandle}. */
+    public static final int DEVICE_HANDLE_BYTES = FifoLayout.DEVICE_HANDLE_BYTES;
 
 
     private final DeviceBuffer buffer;
