@@ -8,6 +8,14 @@ namespace api {
 
 using namespace jmscclpp;
 
+// A 4-byte type with constructors: read<T> and write<T> take any trivially copyable type.
+struct alignas(4) Pair16 {
+  unsigned short low;
+  unsigned short high;
+  Pair16() = default;
+  __device__ Pair16(unsigned short l, unsigned short h) : low(l), high(h) {}
+};
+
 template <typename T>
 __device__ void readWrite(MemoryChannelDeviceHandle& ch, T* sink) {
   T v = ch.read<T>(1);
@@ -132,6 +140,10 @@ extern "C" __global__ void apiMemoryChannel(jmscclpp::MemoryChannelDeviceHandle 
   api::readWrite(ch, u2);
   api::readWrite(ch, i4);
   api::readWrite(ch, u4);
+  api::Pair16 pair(1, 2);
+  ch.write<api::Pair16>(3, pair);
+  pair = ch.read<api::Pair16>(3);
+  *i += pair.low + pair.high;
   api::packets<LL16Packet>(ch, data, buffer, 64, 1);
   api::packets<LL8Packet>(ch, data, buffer, 64, 1);
   LL16Packet* p16 = static_cast<LL16Packet*>(buffer);

@@ -28,77 +28,90 @@ namespace jmscclpp {
 
 namespace detail {
 
-// The bits of a T, for moving any 1-, 2-, 4-, 8- or 16-byte trivially copyable type through the
-// fixed-width registers of a volatile access.
-template <typename T, typename Bits>
-union Punned {
-  T value;
-  Bits bits;
-};
+// Copies n bytes; through unsigned char, which may alias anything. NVRTC has no memcpy, and a
+// loop of constant length folds into register moves.
+__forceinline__ __device__ void copyObjectBytes(void* to, const void* from, u32 n) {
+  unsigned char* t = static_cast<unsigned char*>(to);
+  const unsigned char* f = static_cast<const unsigned char*>(from);
+#pragma unroll
+  for (u32 i = 0; i < n; i++) {
+    t[i] = f[i];
+  }
+}
 
-// Volatile load of a T: one access of its width, never merged, cached or hoisted out of a loop
-// (MemoryChannel.DeviceHandle's opaque reads).
+// A T's bytes as the unsigned integer (or uint4) of the same width, and back: how a value of any
+// trivially copyable 1-, 2-, 4-, 8- or 16-byte type passes through the fixed-width registers of
+// a single volatile access. Byte copies, not unions, so that types with constructors work too.
+template <typename Bits, typename T>
+__forceinline__ __device__ Bits toBits(const T& value) {
+  Bits bits;
+  copyObjectBytes(&bits, &value, sizeof(T));
+  return bits;
+}
+
+template <typename T, typename Bits>
+__forceinline__ __device__ T fromBits(const Bits& bits) {
+  alignas(T) unsigned char storage[sizeof(T)];
+  copyObjectBytes(storage, &bits, sizeof(T));
+  return *reinterpret_cast<const T*>(storage);
+}
+
+template <typename T>
+__forceinline__ __device__ void checkAccessType() {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16,
+                "read<T> and write<T> take types of 1, 2, 4, 8 or 16 bytes");
+  static_assert(alignof(T) == sizeof(T), "read<T> and write<T> take types aligned to their size (one access)");
+  static_assert(__is_trivially_copyable(T), "read<T> and write<T> take trivially copyable types");
+}
+
+// Volatile load of a T: one access of its width, never merged, cached in a register or hoisted
+// out of a loop (MemoryChannel.DeviceHandle's opaque reads).
 template <typename T>
 __forceinline__ __device__ T loadVolatile(const T* p) {
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16,
-                "read<T> takes types of 1, 2, 4, 8 or 16 bytes");
-  static_assert(alignof(T) == sizeof(T), "read<T> takes types aligned to their size (one access)");
+  checkAccessType<T>();
   if constexpr (sizeof(T) == 1) {
     unsigned short v;
     asm volatile("ld.volatile.global.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
-    Punned<T, unsigned char> u;
-    u.bits = static_cast<unsigned char>(v);
-    return u.value;
+    return fromBits<T>(static_cast<unsigned char>(v));
   } else if constexpr (sizeof(T) == 2) {
-    Punned<T, unsigned short> u;
-    asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(u.bits) : "l"(p) : "memory");
-    return u.value;
+    unsigned short v;
+    asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    return fromBits<T>(v);
   } else if constexpr (sizeof(T) == 4) {
-    Punned<T, u32> u;
-    asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(u.bits) : "l"(p) : "memory");
-    return u.value;
+    u32 v;
+    asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return fromBits<T>(v);
   } else if constexpr (sizeof(T) == 8) {
-    Punned<T, u64> u;
-    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(u.bits) : "l"(p) : "memory");
-    return u.value;
+    u64 v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return fromBits<T>(v);
   } else {
-    Punned<T, uint4> u;
+    uint4 v;
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(u.bits.x), "=r"(u.bits.y), "=r"(u.bits.z), "=r"(u.bits.w)
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p)
                  : "memory");
-    return u.value;
+    return fromBits<T>(v);
   }
 }
 
 // Volatile store of a T: one access of its width (MemoryChannel.DeviceHandle's opaque writes).
 template <typename T>
-__forceinline__ __device__ void storeVolatile(T* p, T value) {
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16,
-                "write<T> takes types of 1, 2, 4, 8 or 16 bytes");
-  static_assert(alignof(T) == sizeof(T), "write<T> takes types aligned to their size (one access)");
+__forceinline__ __device__ void storeVolatile(T* p, const T& value) {
+  checkAccessType<T>();
   if constexpr (sizeof(T) == 1) {
-    Punned<T, unsigned char> u;
-    u.value = value;
-    unsigned short v = u.bits;
+    unsigned short v = toBits<unsigned char>(value);
     asm volatile("st.volatile.global.u8 [%0], %1;" ::"l"(p), "h"(v) : "memory");
   } else if constexpr (sizeof(T) == 2) {
-    Punned<T, unsigned short> u;
-    u.value = value;
-    asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(u.bits) : "memory");
+    asm volatile("st.volatile.global.u16 [%0], %1;" ::"l"(p), "h"(toBits<unsigned short>(value)) : "memory");
   } else if constexpr (sizeof(T) == 4) {
-    Punned<T, u32> u;
-    u.value = value;
-    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(u.bits) : "memory");
+    asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(toBits<u32>(value)) : "memory");
   } else if constexpr (sizeof(T) == 8) {
-    Punned<T, u64> u;
-    u.value = value;
-    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(u.bits) : "memory");
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(toBits<u64>(value)) : "memory");
   } else {
-    Punned<T, uint4> u;
-    u.value = value;
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.bits.x), "r"(u.bits.y),
-                 "r"(u.bits.z), "r"(u.bits.w)
+    uint4 v = toBits<uint4>(value);
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
                  : "memory");
   }
 }
