@@ -53,7 +53,9 @@ import org.jspecify.annotations.Nullable;
  *       producer checks the state after claiming a position and while it waits, and throws
  *       instead of waiting for a consumer that will not come: {@link ErrorCode#ABORTED} when the
  *       proxy stopped, {@link ErrorCode#REMOTE_ERROR} when it failed. Device code finds the state
- *       at head's address + 8.</li>
+ *       at tail's address - 56 (head's + 8 only while head is in this buffer), and looks at it
+ *       only while it waits, since reading host memory on every push costs a PCIe round trip;
+ *       it stops its kernel instead of throwing.</li>
  * </ul>
  *
  * <h2>Threads</h2>
