@@ -79,7 +79,7 @@ final class GpuRankMain {
             }
             say("OK " + scenario);
             code = 0;
-        } catch (JmscclppException | AssertionError | RuntimeException e) {
+        } catch (AssertionError | RuntimeException e) {
             say("FAILED " + e);
             e.printStackTrace(System.out);
         } finally {
@@ -100,7 +100,7 @@ final class GpuRankMain {
         for (int peer = 0; peer < n; peer++) {
             if (peer != rank) {
                 int p = peer;
-                connections.put(p, comm.connect(CUDA_IPC, p, 0).block(TIMEOUT));
+                connections.put(p, comm.connect(p, 0, CUDA_IPC).block(TIMEOUT));
             }
         }
         return connections;
