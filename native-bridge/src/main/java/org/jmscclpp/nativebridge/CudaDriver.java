@@ -236,7 +236,7 @@ final class CudaDriver {
     public static final class IpcMemHandle extends Structure implements Structure.ByValue {
         public byte[] reserved = new byte[IPC_HANDLE_BYTES];
 
-        IpcMemHandle() {
+        public IpcMemHandle() {
         }
 
         IpcMemHandle(byte[] bytes) {
