@@ -122,7 +122,8 @@ public final class Waiting {
     /**
      * A lazy Mono that completes once {@code condition} holds, checking first on the subscribing
      * thread and then on a virtual thread; after {@code timeout} it errors with
-     * {@code onTimeout.get()}. Cancelling stops the waiting thread.
+     * {@code onTimeout.get()}, and with the exception the condition throws if it throws.
+     * Cancelling stops the waiting thread.
      */
     public static Mono<Void> until(BooleanSupplier condition, Duration timeout, Supplier<JmscclppException> onTimeout) {
         return Mono.defer(() -> {
@@ -132,10 +133,15 @@ public final class Waiting {
             long deadline = deadline(timeout);
             return Mono.<Void>create(sink -> {
                 Thread waiter = Thread.ofVirtual().name("jmscclpp-wait").unstarted(() -> {
-                    if (await(condition, deadline)) {
-                        sink.success();
-                    } else if (!Thread.currentThread().isInterrupted()) {
-                        sink.error(onTimeout.get());
+                    try {
+                        if (await(condition, deadline)) {
+                            sink.success();
+                        } else if (!Thread.currentThread().isInterrupted()) {
+                            sink.error(onTimeout.get());
+                        }
+                    } catch (RuntimeException e) {
+                        // the condition itself failed (a device error found while polling): that is the outcome
+                        sink.error(e);
                     }
                 });
                 sink.onCancel(waiter::interrupt);
