@@ -88,6 +88,15 @@ public final class KernelCompiler {
     }
 
     /**
+     * jmscclpp's device headers, name to source, for the {@code headers} argument of
+     * {@link #compile}: kernels include {@code "jmscclpp/jmscclpp.cuh"} (or one concept's header,
+     * such as {@code "jmscclpp/port_channel.cuh"}).
+     */
+    public static Map<String, String> deviceHeaders() {
+        return DeviceHeaders.sources();
+    }
+
+    /**
      * A compiler whose disk cache is {@code $JMSCCLPP_CACHE_DIR} when set, else
      * {@code $XDG_CACHE_HOME/jmscclpp/kernels}, else {@code ~/.cache/jmscclpp/kernels}. The
      * directory is created on the first write.
