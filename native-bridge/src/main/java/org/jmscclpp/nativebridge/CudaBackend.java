@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 import org.jmscclpp.core.Backend;
@@ -114,6 +115,25 @@ public final class CudaBackend implements Backend {
             context.close();
             throw e;
         }
+    }
+
+    /**
+     * Why this process could not run kernels on {@code gpus} GPUs, or empty when it can: the CUDA
+     * driver library does not load, {@code cuInit} fails, the driver sees fewer GPUs, or NVRTC (which
+     * compiles the kernels) does not load. Initialises the driver (about half a second the first
+     * time) but creates no context.
+     */
+    public static Optional<String> unavailableReason(int gpus) {
+        int count;
+        try {
+            count = CudaContext.deviceCount();
+        } catch (JmscclppException e) {
+            return Optional.of(e.detail());
+        }
+        if (count < gpus) {
+            return Optional.of("the CUDA driver sees " + count + " GPU(s), " + gpus + " needed");
+        }
+        return Nvrtc.unavailableReason().map(reason -> "NVRTC cannot be loaded: " + reason);
     }
 
     static int chooseDevice(Map<String, String> env, int count) {

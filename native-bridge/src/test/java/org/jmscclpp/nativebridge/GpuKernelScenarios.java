@@ -23,8 +23,8 @@ import org.jmscclpp.core.TransportFlags;
 /**
  * The two-rank GPU scenarios that run kernels (MSCCL++'s PortChannelOneToOneTest,
  * MemoryChannelOneToOneTest, CommunicatorTest.WriteWithDeviceSemaphores and the semaphore
- * ping-pong), each rank in its own process with its own GPU. Kernels come from the test resources
- * in {@code kernels/}, compiled with NVRTC for this GPU. Every scenario checks every element the
+ * ping-pong), each rank in its own process with its own GPU. Kernels come from {@link DeviceKernels},
+ * compiled with NVRTC for this GPU. Every scenario checks every element the
  * kernels compare and fails on the first error count above zero.
  */
 final class GpuKernelScenarios {
@@ -225,32 +225,14 @@ final class GpuKernelScenarios {
         }
     }
 
-    /** Kernels of the test resources, compiled once per process and backend. */
+    /** The kernels of {@link DeviceKernels}, by file and function. */
     static final class KernelFiles {
-        private static final Map<String, CudaModule> MODULES = new java.util.concurrent.ConcurrentHashMap<>();
-        private static final KernelCompiler COMPILER = KernelCompiler.create();
 
         private KernelFiles() {
         }
 
         static Kernel kernel(CudaBackend backend, String file, String function) {
-            CudaModule module = MODULES.computeIfAbsent(file + "@" + backend.device().id(), key -> {
-                String source = resource("org/jmscclpp/nativebridge/kernels/" + file + ".cu");
-                CompiledKernel compiled = COMPILER.compile(file, source, backend.architecture(), DeviceHeaders.sources());
-                return backend.loadModule(compiled.cubin());
-            });
-            return module.function(function);
-        }
-
-        static String resource(String name) {
-            try (var in = GpuKernelScenarios.class.getClassLoader().getResourceAsStream(name)) {
-                if (in == null) {
-                    throw new IllegalStateException("no resource " + name);
-                }
-                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
+            return DeviceKernels.load(backend, file).function(function);
         }
     }
 }

@@ -9,24 +9,20 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The CUDA sources of the tests, test resources under {@value #KERNELS}: the GPU test and
- * benchmark kernels (each file's comment gives the exact parameter lists), and
- * {@value #API}, which only instantiates every function of the device headers.
+ * The CUDA sources of the tests: the GPU test and benchmark kernels of {@link DeviceKernels}
+ * (main resources under {@value #KERNELS}; each file's comment gives the exact parameter lists),
+ * and the test resource {@value #API}, which only instantiates every function of the device headers.
  */
 final class TestKernels {
 
     /** Where the kernels lie on the class path. */
-    static final String KERNELS = "org/jmscclpp/nativebridge/kernels/";
+    static final String KERNELS = DeviceKernels.RESOURCE_ROOT;
 
     /** The compile-only coverage of the device API. */
     static final String API = "org/jmscclpp/nativebridge/headers/api.cu";
 
     /** The kernel files, by resource name. */
-    static final List<String> FILES = List.of(
-            KERNELS + "fifo.cu",
-            KERNELS + "semaphores.cu",
-            KERNELS + "port_channel.cu",
-            KERNELS + "memory_channel.cu");
+    static final List<String> FILES = DeviceKernels.FILES.stream().map(f -> KERNELS + f + ".cu").toList();
 
     private TestKernels() {
     }

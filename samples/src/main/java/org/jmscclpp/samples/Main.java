@@ -15,6 +15,7 @@ import org.jmscclpp.core.JmscclppException;
  * jmscclpp bench bootstrap [options]                       TcpBootstrap latency table
  * jmscclpp bench write [options]                           HOST_IPC write bandwidth beside an in-process copy
  * jmscclpp bench proxy [options]                           proxy pollers, triggers and PortChannel ping-pong beside C
+ * jmscclpp bench proxy --backend cuda [options]            the GPU paths between two GPUs beside MSCCL++ C++ 0.10
  * jmscclpp help                                            this text
  * </pre>
  * Exit codes: 0 success, 1 failure, 2 usage error.
@@ -74,6 +75,7 @@ public final class Main {
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
                 err.println("       " + ProxyBench.SYNOPSIS);
+                err.println("       " + CudaProxyBench.SYNOPSIS);
                 yield USAGE;
             }
         };
@@ -143,6 +145,9 @@ public final class Main {
         sb.append("  jmscclpp ").append(ProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      ProxyService and PortChannel between two processes: virtual- beside platform-thread poller\n");
         sb.append("      (trigger cost, triggers/s, ping-pong 1 to 4M ints), ping-pong beside a C shared-memory floor\n");
+        sb.append("  jmscclpp ").append(CudaProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      the same on two GPUs over CUDA_IPC: FIFO, d2d semaphore, PortChannel round trip and bandwidth,\n");
+        sb.append("      LL8/LL16 packets beside MSCCL++ C++ 0.10's figures, and the hot driver bindings' cost per call\n");
         sb.append("  jmscclpp help\n\n");
         sb.append("samples:\n");
         for (Samples.Entry e : Samples.all()) {

@@ -31,7 +31,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class ProxyBench {
 
-    static final String SYNOPSIS = "jmscclpp bench proxy [--iters 10000] [--warmup 2000] [--triggers 100000]"
+    static final String SYNOPSIS = "jmscclpp bench proxy [--backend host] [--iters 10000] [--warmup 2000] [--triggers 100000]"
             + " [--rounds 5] [--threads 4]";
 
     /** Virtual-thread poller cost over platform-thread poller cost, at most. */
@@ -105,9 +105,59 @@ final class ProxyBench {
         }
     }
 
+    /** The backends the bench runs on. */
+    enum BackendChoice {
+        /** Today's bench: the host backend, HOST_IPC ({@link ProxyBenchRankSample}). */
+        HOST,
+        /** Two GPUs over CUDA_IPC ({@link CudaProxyBench}). */
+        CUDA
+    }
+
+    /** The backend {@code --backend} chose, and the other options. */
+    record Selection(BackendChoice backend, List<String> rest) {
+    }
+
+    /**
+     * Takes {@code --backend host|cuda} (host when absent) out of {@code args}, whose options and
+     * values alternate.
+     *
+     * @throws IllegalArgumentException for another value, a missing one, or a second {@code --backend}
+     */
+    static Selection select(List<String> args) {
+        BackendChoice backend = null;
+        List<String> rest = new ArrayList<>();
+        for (int i = 0; i < args.size(); i += 2) {
+            if (!args.get(i).equals("--backend")) {
+                rest.add(args.get(i));
+                if (i + 1 < args.size()) {
+                    rest.add(args.get(i + 1));
+                }
+                continue;
+            }
+            String v = BenchArgs.value(args, i);
+            if (backend != null) {
+                throw new IllegalArgumentException("--backend is given twice");
+            }
+            backend = switch (v) {
+                case "host" -> BackendChoice.HOST;
+                case "cuda" -> BackendChoice.CUDA;
+                default -> throw new IllegalArgumentException("--backend is host or cuda, got '" + v + "'");
+            };
+        }
+        return new Selection(backend == null ? BackendChoice.HOST : backend, List.copyOf(rest));
+    }
+
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        ProxyBenchRankSample.Options o =
-                BenchArgs.parseOrPrintUsage(args, ProxyBenchRankSample::parse, "jmscclpp bench proxy", SYNOPSIS, err);
+        Selection selection = BenchArgs.parseOrPrintUsage(args, ProxyBench::select, "jmscclpp bench proxy",
+                SYNOPSIS + "\n       " + CudaProxyBench.SYNOPSIS, err);
+        if (selection == null) {
+            return Main.USAGE;
+        }
+        if (selection.backend() == BackendChoice.CUDA) {
+            return CudaProxyBench.run(selection.rest(), out, err);
+        }
+        ProxyBenchRankSample.Options o = BenchArgs.parseOrPrintUsage(selection.rest(), ProxyBenchRankSample::parse,
+                "jmscclpp bench proxy", SYNOPSIS, err);
         if (o == null) {
             return Main.USAGE;
         }

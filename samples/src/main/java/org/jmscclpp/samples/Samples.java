@@ -32,6 +32,8 @@ final class Samples {
                 new WriteBenchRankSample()));
         add(new Entry(ProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy'", true,
                 new ProxyBenchRankSample()));
+        add(new Entry(CudaProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy --backend cuda'",
+                true, new CudaProxyBenchRankSample()));
     }
 
     private Samples() {
