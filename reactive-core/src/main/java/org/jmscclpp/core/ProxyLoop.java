@@ -49,6 +49,8 @@ final class ProxyLoop implements Runnable {
     private final AtomicReferenceArray<ProxyService.@Nullable Entry> semaphores;
     private final Sinks.Many<FlushCompletion> sink;
     private final int flushBuffer;
+    /** How long the loop polls after going idle before it parks. */
+    private final long idleSpinNanos;
     private final Duration flushTimeout;
     private final Runnable onExit;
     private final AtomicInteger outstanding = new AtomicInteger();
@@ -68,7 +70,8 @@ final class ProxyLoop implements Runnable {
 
     ProxyLoop(Fifo fifo, MemorySegment flushed, AtomicReferenceArray<@Nullable RegisteredMemory> memories,
               AtomicReferenceArray<ProxyService.@Nullable Entry> semaphores, Sinks.Many<FlushCompletion> sink,
-              int flushBuffer, Duration flushTimeout, Runnable onExit) {
+              int flushBuffer, Duration flushTimeout, long idleSpinNanos, Runnable onExit) {
+        this.idleSpinNanos = idleSpinNanos;
         this.fifo = fifo;
         this.flushed = flushed;
         this.memories = memories;
@@ -172,7 +175,7 @@ final class ProxyLoop implements Runnable {
 
     private void poll() {
         Thread self = Thread.currentThread();
-        Waiting.Backoff backoff = new Waiting.Backoff(MAX_PARK_NANOS);
+        Waiting.Backoff backoff = new Waiting.Backoff(MAX_PARK_NANOS, idleSpinNanos);
         while (!stopRequested.get()) {
             boolean progress = progressFlushes(self);
             if (failure != null) {

@@ -122,7 +122,7 @@ public final class ProxyService implements AutoCloseable {
         Sinks.Many<FlushCompletion> sink = Sinks.many().unicast()
                 .onBackpressureBuffer(Queues.<FlushCompletion>get(b.flushBuffer).get());
         this.loop = new ProxyLoop(fifo, flushedSegment, memories, semaphores, sink, b.flushBuffer, b.flushTimeout,
-                this::loopEnded);
+                b.idleSpin.toNanos(), this::loopEnded);
         this.flushes = sink.asFlux()
                 .doOnNext(c -> loop.delivered())
                 .doOnCancel(() -> requestStop(DEFAULT_STOP_TIMEOUT));
@@ -455,6 +455,7 @@ public final class ProxyService implements AutoCloseable {
         private int flushBuffer = DEFAULT_FLUSH_BUFFER;
         private Poller poller = Poller.VIRTUAL_THREAD;
         private Duration flushTimeout = Bootstrap.DEFAULT_TIMEOUT;
+        private Duration idleSpin = Duration.ofNanos(Waiting.SPIN_NANOS);
 
         private Builder(Backend backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
@@ -483,6 +484,21 @@ public final class ProxyService implements AutoCloseable {
         /** The poller's thread; {@link Poller#VIRTUAL_THREAD} by default. */
         public Builder poller(Poller poller) {
             this.poller = Objects.requireNonNull(poller, "poller");
+            return this;
+        }
+
+        /**
+         * How long the loop keeps polling once the fifo went idle before it starts parking (with a
+         * growing delay, up to 50 µs): 0 to 1 s; {@code jmscclpp.waitSpinMicros} (20 µs) by
+         * default, which suits a virtual thread sharing carriers. A dedicated
+         * {@link Poller#PLATFORM_THREAD} poller serving a GPU may spin longer, as MSCCL++'s proxy
+         * does, so that a trigger arriving after a quiet spell is not taken late by a park.
+         */
+        public Builder idleSpin(Duration spin) {
+            if (spin.isNegative() || spin.compareTo(Duration.ofSeconds(1)) > 0) {
+                throw invalid("builder", "the idle spin is 0 to 1 s, got " + spin);
+            }
+            this.idleSpin = spin;
             return this;
         }
 

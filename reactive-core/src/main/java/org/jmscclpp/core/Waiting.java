@@ -83,12 +83,19 @@ public final class Waiting {
      */
     static final class Backoff {
         private final long maxParkNanos;
+        private final long spinNanos;
         private long idleSince = -1;
         private int spins;
         private long park = FIRST_PARK_NANOS;
 
         Backoff(long maxParkNanos) {
+            this(maxParkNanos, SPIN_NANOS);
+        }
+
+        /** Spins for {@code spinNanos} after going idle (instead of {@link #SPIN_NANOS}) before it parks. */
+        Backoff(long maxParkNanos, long spinNanos) {
             this.maxParkNanos = maxParkNanos;
+            this.spinNanos = spinNanos;
         }
 
         /** Work arrived: the next idle period starts with spinning again. */
@@ -102,7 +109,7 @@ public final class Waiting {
         boolean spinning() {
             if (idleSince < 0) {
                 idleSince = System.nanoTime();
-            } else if (spins >= 0 && ++spins % CLOCK_EVERY == 0 && System.nanoTime() - idleSince >= SPIN_NANOS) {
+            } else if (spins >= 0 && ++spins % CLOCK_EVERY == 0 && System.nanoTime() - idleSince >= spinNanos) {
                 spins = -1;
             }
             if (spins < 0) {

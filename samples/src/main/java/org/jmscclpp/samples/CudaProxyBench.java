@@ -101,7 +101,7 @@ final class CudaProxyBench {
     }
 
     private static String poller(Poller p) {
-        return p == Poller.VIRTUAL_THREAD ? "virtual-thread" : "platform-thread";
+        return p == Poller.VIRTUAL_THREAD ? "virtual-thread" : "platform-thread (1 ms idle spin)";
     }
 
     static Options parse(List<String> args) {

@@ -69,6 +69,12 @@ import reactor.core.publisher.Mono;
  */
 final class CudaProxyBenchRankSample implements Sample {
 
+    /** Idle spin of the platform-thread poller in this bench. */
+    static final java.time.Duration PLATFORM_IDLE_SPIN = java.time.Duration.ofMillis(1);
+    /** The library's default idle spin (20 µs), kept for the virtual-thread poller. */
+    static final java.time.Duration DEFAULT_IDLE_SPIN = java.time.Duration.ofNanos(
+            Long.getLong("jmscclpp.waitSpinMicros", 20) * 1_000);
+
     static final String NAME = "bench-proxy-cuda-rank";
 
     static final String FIFO_US = "fifo_us";
@@ -259,7 +265,9 @@ final class CudaProxyBenchRankSample implements Sample {
                 Kernel perf = DeviceKernels.load(backend, "port_channel").function("portPingPongPerf");
                 Kernel bandwidth = DeviceKernels.load(backend, "port_channel").function("portBandwidth");
                 for (Poller poller : Poller.values()) {
-                    ProxyService proxy = ProxyService.builder(backend).poller(poller).build();
+                    // the platform thread is the proxy's own core, as in MSCCL++: it polls 1 ms before parking
+                    ProxyService proxy = ProxyService.builder(backend).poller(poller)
+                            .idleSpin(poller == Poller.PLATFORM_THREAD ? PLATFORM_IDLE_SPIN : DEFAULT_IDLE_SPIN).build();
                     try {
                         SemaphoreId sid = Blocking.value(proxy.buildAndAddSemaphore(comm, connection), TIMEOUT, rank,
                                 "proxy semaphore");

@@ -129,7 +129,7 @@ class CudaProxyBenchTest {
                 | FIFO push→poll per trigger, host wall clock, µs                          |     2.25 |                                    1.81 |  1.24 | no         |
                 | d2d semaphore one-way, µs                                                |     1.36 |                                    1.36 |  1.00 | yes        |
                 | PortChannel CUDA-IPC round trip 1 int, virtual-thread poller, µs         |    20.00 |                                   17.60 |  1.14 | no         |
-                | PortChannel CUDA-IPC round trip 1 int, platform-thread poller, µs        |     8.80 |                                   17.60 |  0.50 | yes        |
+                | PortChannel CUDA-IPC round trip 1 int, platform-thread (1 ms idle spin) poller, µs        |     8.80 |                                   17.60 |  0.50 | yes        |
                 | PortChannel bidirectional 128 MiB, per direction, virtual-thread poller, GB/s  |    380.0 |                                   368.0 |  1.03 | yes        |
                 """;
         // the widest label decides the first column: compare row by row, ignoring padding
@@ -140,14 +140,14 @@ class CudaProxyBenchTest {
         for (int i = 0; i < rows.size(); i++) {
             assertEquals(rows.get(i), normalise(table.get(2 + i)));
         }
-        assertEquals("| PortChannel bidirectional 128 MiB, per direction, platform-thread poller, GB/s | 184.0 | 368.0 | 0.50"
+        assertEquals("| PortChannel bidirectional 128 MiB, per direction, platform-thread (1 ms idle spin) poller, GB/s | 184.0 | 368.0 | 0.50"
                 + " | no |", normalise(table.get(8)));
         assertEquals("| MemoryChannel LL8 4 KiB one-way, µs | 1.40 | 1.40 | 1.00 | yes |", normalise(table.get(9)));
         assertEquals("| MemoryChannel LL16 4 KiB one-way, µs | 3.28 | 1.64 | 2.00 | no |", normalise(table.get(10)));
         assertEquals("", table.get(11));
         assertEquals("target: jmscclpp <= MSCCL++ for times, >= for bandwidth: met on 5 of 9 rows (not met: FIFO"
                 + " push→poll per trigger, host wall clock, µs; PortChannel CUDA-IPC round trip 1 int, virtual-thread"
-                + " poller, µs; PortChannel bidirectional 128 MiB, per direction, platform-thread poller, GB/s;"
+                + " poller, µs; PortChannel bidirectional 128 MiB, per direction, platform-thread (1 ms idle spin) poller, GB/s;"
                 + " MemoryChannel LL16 4 KiB one-way, µs)", table.get(12));
         assertTrue(table.get(13).startsWith("MSCCL++ figures: MSCCL++ C++ 0.10 on the 2xH200 host"), table.get(13));
         assertTrue(table.get(13).endsWith("constants, not measured in this run"), table.get(13));
