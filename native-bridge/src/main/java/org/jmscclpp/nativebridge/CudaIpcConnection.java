@@ -7,6 +7,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionChecks;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
@@ -74,12 +75,7 @@ final class CudaIpcConnection implements Connection {
     public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
         String phase = "write";
         checkOpen(phase);
-        checkRange(dst, dstOffset, size, phase, "destination");
-        checkRange(src, srcOffset, size, phase, "source");
-        checkDestination(dst, phase);
-        if (!src.isMapped()) {
-            throw invalid(phase, "the source is not memory of this process: " + src);
-        }
+        ConnectionChecks.write(where, Transport.CUDA_IPC, dst, dstOffset, src, srcOffset, size);
         if (size == 0) {
             return;
         }
@@ -95,12 +91,7 @@ final class CudaIpcConnection implements Connection {
     public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
         String phase = "updateAndSync";
         checkOpen(phase);
-        checkRange(dst, dstOffset, Long.BYTES, phase, "token");
-        if ((dstOffset & (Long.BYTES - 1)) != 0 || ((dst.address() + dstOffset) & (Long.BYTES - 1)) != 0) {
-            throw invalid(phase, "token offset " + dstOffset + " of " + dst + " is not 8-byte aligned: a 64-bit token "
-                    + "must be aligned to be stored atomically");
-        }
-        checkDestination(dst, phase);
+        ConnectionChecks.token(where, Transport.CUDA_IPC, dst, dstOffset);
         localToken.set(newValue);
         long address = dst.address() + dstOffset;
         if (writeValue) {
@@ -192,26 +183,8 @@ final class CudaIpcConnection implements Connection {
         }
     }
 
-    private void checkRange(RegisteredMemory memory, long offset, long length, String phase, String which) {
-        try {
-            memory.checkRange(offset, length, phase);
-        } catch (JmscclppException e) {
-            throw invalid(phase, which + " " + e.detail());
-        }
-    }
-
-    private void checkDestination(RegisteredMemory dst, String phase) {
-        if (!dst.transports().has(Transport.CUDA_IPC)) {
-            throw invalid(phase, "the destination is not registered for CUDA_IPC (it has " + dst.transports() + ")");
-        }
-        if (!dst.isMapped()) {
-            throw invalid(phase, "the destination is not mapped in this process (memory of another host?): " + dst);
-        }
-    }
-
     private JmscclppException invalid(String phase, String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(where.rank()).peer(where.remoteRank())
-                .tag(where.tag()).phase(phase).build();
+        return ConnectionChecks.invalid(where, phase, detail);
     }
 
     private JmscclppException system(String phase, int result, String call) {

@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionChecks;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.Endpoint;
@@ -51,12 +52,7 @@ final class HostIpcConnection implements Connection {
     public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
         String phase = "write";
         checkOpen(phase);
-        checkRange(dst, dstOffset, size, phase, "destination");
-        checkRange(src, srcOffset, size, phase, "source");
-        checkDestination(dst, phase);
-        if (!src.isMapped()) {
-            throw invalid(phase, "the source is not memory of this process: " + src);
-        }
+        ConnectionChecks.write(context, Transport.HOST_IPC, dst, dstOffset, src, srcOffset, size);
         MemorySegment d = segment(dst, phase, "destination");
         MemorySegment s = segment(src, phase, "source");
         try {
@@ -71,16 +67,8 @@ final class HostIpcConnection implements Connection {
     public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
         String phase = "updateAndSync";
         checkOpen(phase);
-        checkRange(dst, dstOffset, Long.BYTES, phase, "token");
-        if ((dstOffset & (Long.BYTES - 1)) != 0) {
-            throw invalid(phase, "token offset " + dstOffset + " is not a multiple of 8: a 64-bit token must be "
-                    + "aligned to be stored atomically");
-        }
-        checkDestination(dst, phase);
+        ConnectionChecks.token(context, Transport.HOST_IPC, dst, dstOffset);
         MemorySegment d = segment(dst, phase, "token");
-        if (((d.address() + dstOffset) & (Long.BYTES - 1)) != 0) {
-            throw invalid(phase, "token address 0x" + Long.toHexString(d.address() + dstOffset) + " is not 8-byte aligned");
-        }
         localToken.set(newValue);
         try {
             WORD.setRelease(d, dstOffset, newValue);
@@ -148,23 +136,6 @@ final class HostIpcConnection implements Connection {
         }
     }
 
-    private void checkRange(RegisteredMemory memory, long offset, long length, String phase, String which) {
-        try {
-            memory.checkRange(offset, length, phase);
-        } catch (JmscclppException e) {
-            throw invalid(phase, which + " " + e.detail());
-        }
-    }
-
-    private void checkDestination(RegisteredMemory dst, String phase) {
-        if (!dst.transports().has(Transport.HOST_IPC)) {
-            throw invalid(phase, "the destination is not registered for HOST_IPC (it has " + dst.transports() + ")");
-        }
-        if (!dst.isMapped()) {
-            throw invalid(phase, "the destination is not mapped in this process (memory of another host?): " + dst);
-        }
-    }
-
     private MemorySegment segment(RegisteredMemory memory, String phase, String which) {
         try {
             return memory.hostSegment();
@@ -174,8 +145,7 @@ final class HostIpcConnection implements Connection {
     }
 
     private JmscclppException invalid(String phase, String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(context.rank())
-                .peer(context.remoteRank()).tag(context.tag()).phase(phase).build();
+        return ConnectionChecks.invalid(context, phase, detail);
     }
 
     @Override
