@@ -339,10 +339,7 @@ public final class CudaBackend implements Backend {
         if (size == 0) {
             return;
         }
-        context.makeCurrent();
-        check(CudaDriver.cuMemcpyAsync(dst.address() + dstOffset, src.address() + srcOffset, size, copies.handle()),
-                "cuMemcpyAsync(" + size + " bytes)");
-        copies.await(COPY_TIMEOUT, "a copy of " + size + " bytes");
+        copyAndWait(dst.address() + dstOffset, src.address() + srcOffset, size, "a copy of " + size + " bytes");
     }
 
     @Override
@@ -354,10 +351,7 @@ public final class CudaBackend implements Backend {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment from = src.isNative() ? src : arena.allocate(size, 16).copyFrom(src);
-            context.makeCurrent();
-            check(CudaDriver.cuMemcpyAsync(dst.address() + dstOffset, from.address(), size, copies.handle()),
-                    "cuMemcpyAsync(host to device, " + size + " bytes)");
-            copies.await(COPY_TIMEOUT, "a copy of " + size + " bytes to the GPU");
+            copyAndWait(dst.address() + dstOffset, from.address(), size, "a copy of " + size + " bytes to the GPU");
         }
     }
 
@@ -370,14 +364,18 @@ public final class CudaBackend implements Backend {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment to = dst.isNative() ? dst : arena.allocate(size, 16);
-            context.makeCurrent();
-            check(CudaDriver.cuMemcpyAsync(to.address(), src.address() + srcOffset, size, copies.handle()),
-                    "cuMemcpyAsync(device to host, " + size + " bytes)");
-            copies.await(COPY_TIMEOUT, "a copy of " + size + " bytes from the GPU");
+            copyAndWait(to.address(), src.address() + srcOffset, size, "a copy of " + size + " bytes from the GPU");
             if (to != dst) {
                 dst.copyFrom(to);
             }
         }
+    }
+
+    /** Enqueues {@code cuMemcpyAsync} (unified addresses: any direction) on the copy stream and waits for it. */
+    private void copyAndWait(long dst, long src, long size, String what) {
+        context.makeCurrent();
+        check(CudaDriver.cuMemcpyAsync(dst, src, size, copies.handle()), "cuMemcpyAsync(" + what + ")");
+        copies.await(COPY_TIMEOUT, what);
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -96,15 +96,7 @@ final class CudaStream implements AutoCloseable {
     Mono<Void> drained(Duration timeout, String what) {
         return Mono.defer(() -> {
             long event = record();
-            boolean[] failed = {false};
-            return Waiting.until(() -> {
-                try {
-                    return isDone(event);
-                } catch (JmscclppException e) {
-                    failed[0] = true;
-                    throw e;
-                }
-            }, timeout, () -> JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name
+            return Waiting.until(() -> isDone(event), timeout, () -> JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name
                     + " within " + timeout).phase("cuda").build())
                     .doFinally(signal -> release(event));
         });

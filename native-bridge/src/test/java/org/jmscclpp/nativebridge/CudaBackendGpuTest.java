@@ -113,7 +113,7 @@ class CudaBackendGpuTest {
                                       java.util.function.LongUnaryOperator snd) {
         try (Fifo fifo = Fifo.create(backend, capacity)) {
             assertTrue(fifo.headInDeviceMemory(), "a GPU fifo keeps its head in device memory");
-            Kernel push = GpuKernelScenarios.KernelFiles.kernel(backend, "fifo", "fifoPush");
+            Kernel push = DeviceKernels.load(backend, "fifo").function("fifoPush");
             Sinks.One<Throwable> kernelDone = Sinks.one();
             long start = System.nanoTime();
             Disposable run = push.run(LaunchConfig.of(1, 1), KernelArgs.builder()

@@ -75,7 +75,7 @@ final class GpuKernelScenarios {
             long half = GpuRankMain.BUFFER_BYTES / 2;
             connection.write(remote, r.rank * half, local, r.rank * half, half);
             semaphore.signal();
-            Kernel wait = KernelFiles.kernel(r.backend, "semaphores", "h2dWait");
+            Kernel wait = DeviceKernels.load(r.backend, "semaphores").function("h2dWait");
             wait.run(LaunchConfig.of(1, 1), KernelArgs.builder()
                     .handle(Host2DeviceSemaphore.DEVICE_HANDLE_BYTES, semaphore.deviceHandle()::encode)
                     .i32(1).pointer(ok.address()).build(), KERNEL_TIMEOUT).block(KERNEL_TIMEOUT.plusSeconds(5));
@@ -112,7 +112,7 @@ final class GpuKernelScenarios {
             MemoryId src = proxy.addMemory(local);
             PortChannel channel = proxy.portChannel(sid, dst, src);
             proxy.start();
-            Kernel pingPong = KernelFiles.kernel(r.backend, "port_channel", "portPingPong");
+            Kernel pingPong = DeviceKernels.load(r.backend, "port_channel").function("portPingPong");
             for (int nElem : PORT_SIZES) {
                 r.bootstrap.barrier(GpuRankMain.TIMEOUT).block(GpuRankMain.TIMEOUT);
                 long start = System.nanoTime();
@@ -143,7 +143,7 @@ final class GpuKernelScenarios {
             RegisteredMemory local = r.comm.registerMemory(buf, TransportFlags.of(Transport.CUDA_IPC));
             MemoryChannel channel = MemoryChannel.build(r.comm, connection, local).block(GpuRankMain.TIMEOUT);
             for (String name : List.of("memPutPingPong", "memGetPingPong")) {
-                Kernel kernel = KernelFiles.kernel(r.backend, "memory_channel", name);
+                Kernel kernel = DeviceKernels.load(r.backend, "memory_channel").function(name);
                 for (int nElem : MEMORY_SIZES) {
                     r.bootstrap.barrier(GpuRankMain.TIMEOUT).block(GpuRankMain.TIMEOUT);
                     kernel.run(LaunchConfig.of(1, THREADS), KernelArgs.builder()
@@ -174,7 +174,7 @@ final class GpuKernelScenarios {
                     .block(GpuRankMain.TIMEOUT);
             MemorySegment ns = arena.allocate(8, 8);
             for (String name : List.of("llPingPong16", "llPingPong8")) {
-                Kernel kernel = KernelFiles.kernel(r.backend, "memory_channel", name);
+                Kernel kernel = DeviceKernels.load(r.backend, "memory_channel").function(name);
                 for (int nElem : PACKET_SIZES) {
                     r.bootstrap.barrier(GpuRankMain.TIMEOUT).block(GpuRankMain.TIMEOUT);
                     kernel.run(LaunchConfig.of(1, THREADS), KernelArgs.builder()
@@ -200,7 +200,7 @@ final class GpuKernelScenarios {
         MemoryDevice2DeviceSemaphore semaphore = MemoryDevice2DeviceSemaphore.build(r.comm, connection)
                 .block(GpuRankMain.TIMEOUT);
         try (DeviceBuffer elapsed = r.backend.allocate(8); Arena arena = Arena.ofConfined()) {
-            Kernel kernel = KernelFiles.kernel(r.backend, "semaphores", "d2dPingPong");
+            Kernel kernel = DeviceKernels.load(r.backend, "semaphores").function("d2dPingPong");
             r.bootstrap.barrier(GpuRankMain.TIMEOUT).block(GpuRankMain.TIMEOUT);
             int iters = 10_000;
             kernel.run(LaunchConfig.of(1, 1), KernelArgs.builder()
@@ -222,17 +222,6 @@ final class GpuKernelScenarios {
             if (count != 0) {
                 throw new AssertionError(what + ": " + count + " wrong elements on rank " + r.rank);
             }
-        }
-    }
-
-    /** The kernels of {@link DeviceKernels}, by file and function. */
-    static final class KernelFiles {
-
-        private KernelFiles() {
-        }
-
-        static Kernel kernel(CudaBackend backend, String file, String function) {
-            return DeviceKernels.load(backend, file).function(function);
         }
     }
 }
