@@ -200,6 +200,24 @@ public final class CudaBackend implements Backend {
     }
 
     /**
+     * A new non-blocking stream on this GPU, for work enqueued without waiting on each piece
+     * (kernel launches, NCCL calls): {@link CudaStream#launch}, then {@link CudaStream#synchronize}.
+     * The caller closes it; the GPU's context stays retained until it is closed.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the backend is closed
+     */
+    public CudaStream createStream(String name) {
+        checkOpen("create stream");
+        retain();
+        try {
+            return new CudaStream(context, name, this::unretain);
+        } catch (RuntimeException e) {
+            unretain();
+            throw e;
+        }
+    }
+
+    /**
      * Loads a cubin ({@link KernelCompiler}'s output) into this GPU's context.
      *
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the driver rejects the image
@@ -233,7 +251,7 @@ public final class CudaBackend implements Backend {
             context.makeCurrent();
             check(CudaDriver.cuMemsetD8Async(buffer.address(), (byte) 0, size, copies.handle()),
                     "cuMemsetD8Async(" + size + " bytes)");
-            copies.await(COPY_TIMEOUT, "zeroing " + size + " bytes");
+            copies.synchronize(COPY_TIMEOUT, "zeroing " + size + " bytes");
             return buffer;
         } catch (RuntimeException e) {
             buffer.close();
@@ -375,7 +393,7 @@ public final class CudaBackend implements Backend {
     private void copyAndWait(long dst, long src, long size, String what) {
         context.makeCurrent();
         check(CudaDriver.cuMemcpyAsync(dst, src, size, copies.handle()), "cuMemcpyAsync(" + what + ")");
-        copies.await(COPY_TIMEOUT, what);
+        copies.synchronize(COPY_TIMEOUT, what);
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ final class CudaIpcConnection implements Connection {
             long slot = tokenCount++ % TOKEN_RING;
             if (slot % (TOKEN_RING / 2) == 0 && tokenCount > TOKEN_RING / 2) {
                 // every word of this half was last used at least half a ring ago: drain so none is still being read
-                stream.await(Duration.ofSeconds(30), "token copies of " + where);
+                stream.synchronize(Duration.ofSeconds(30), "token copies of " + where);
             }
             tokens.setAtIndex(ValueLayout.JAVA_LONG, slot, newValue);
             context.makeCurrent();
@@ -167,7 +167,7 @@ final class CudaIpcConnection implements Connection {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             try {
-                stream.await(Duration.ofSeconds(30), "closing " + where);
+                stream.synchronize(Duration.ofSeconds(30), "closing " + where);
             } catch (JmscclppException ignored) {
                 // a failed or stuck stream is destroyed anyway; the driver reports the failure elsewhere
             }

@@ -20,26 +20,52 @@ import reactor.core.publisher.Mono;
  * <p>Events are pooled, so a wait costs two driver calls (record, query) and no allocation in the
  * driver after warm-up. Thread-safe: work may be enqueued from any thread.
  */
-final class CudaStream implements AutoCloseable {
+public final class CudaStream implements AutoCloseable {
 
     private final CudaContext context;
     private final long handle;
     private final String name;
     private final ArrayDeque<Long> freeEvents = new ArrayDeque<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Run once after the stream is destroyed (a backend's stream gives back its hold on the context). */
+    private final Runnable onClose;
 
     CudaStream(CudaContext context, String name) {
+        this(context, name, () -> { });
+    }
+
+    CudaStream(CudaContext context, String name, Runnable onClose) {
         this.context = context;
         this.name = name;
+        this.onClose = onClose;
         context.makeCurrent();
         long[] stream = new long[1];
         check(CudaDriver.cuStreamCreate(stream, CudaDriver.CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + name + ")");
         this.handle = stream[0];
     }
 
-    /** The {@code CUstream}. */
-    long handle() {
+    /** The {@code CUstream}, for libraries that take a stream (NCCL's {@code cudaStream_t} is the same handle). */
+    public long handle() {
         return handle;
+    }
+
+    /** The stream's name, as errors give it. */
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Enqueues one launch of {@code kernel} and returns once the driver took it, not when the
+     * kernel finished ({@link #synchronize} or {@link #drained} wait for that). Launches on one
+     * stream run in the order they were enqueued.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the stream or the kernel's
+     *                           module is closed or they belong to different GPUs;
+     *                           {@link ErrorCode#SYSTEM_ERROR} when the driver refuses the launch
+     */
+    public void launch(Kernel kernel, LaunchConfig config, KernelArgs args) {
+        checkOpen();
+        kernel.launch(config, args, this);
     }
 
     CudaContext context() {
@@ -93,7 +119,7 @@ final class CudaStream implements AutoCloseable {
      * {@link ErrorCode#TIMEOUT} naming {@code what} after {@code timeout}, and with
      * {@link ErrorCode#SYSTEM_ERROR} when the work failed.
      */
-    Mono<Void> drained(Duration timeout, String what) {
+    public Mono<Void> drained(Duration timeout, String what) {
         return Mono.defer(() -> {
             long event = record();
             return Waiting.until(() -> isDone(event), timeout, () -> JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name
@@ -109,7 +135,7 @@ final class CudaStream implements AutoCloseable {
      * @throws JmscclppException {@link ErrorCode#TIMEOUT} after {@code timeout};
      *                           {@link ErrorCode#SYSTEM_ERROR} when the work failed
      */
-    void await(Duration timeout, String what) {
+    public void synchronize(Duration timeout, String what) {
         long event = record();
         try {
             if (!Waiting.await(() -> isDone(event), Waiting.deadline(timeout))) {
@@ -141,7 +167,10 @@ final class CudaStream implements AutoCloseable {
         }
     }
 
-    /** Destroys the pooled events and the stream (work still queued finishes first, as the driver does). Idempotent. */
+    /**
+     * Destroys the pooled events and the stream (work still queued finishes first, as the driver
+     * does). Idempotent.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
@@ -155,6 +184,7 @@ final class CudaStream implements AutoCloseable {
             freeEvents.clear();
         }
         CudaDriver.cuStreamDestroy_v2(handle);
+        onClose.run();
     }
 
     @Override

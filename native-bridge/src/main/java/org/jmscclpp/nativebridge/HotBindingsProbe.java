@@ -138,7 +138,7 @@ public final class HotBindingsProbe {
             }
             elapsed += System.nanoTime() - start;
             CudaDriver.check(failure, "cuStreamWriteValue64_v2");
-            stream.await(TIMEOUT, "the probe's write-value batch");
+            stream.synchronize(TIMEOUT, "the probe's write-value batch");
             done += batch;
         }
         return elapsed;
