@@ -31,7 +31,7 @@ public final class DeviceKernels {
     private static final Map<Key, CudaModule> MODULES = new HashMap<>();
     private static @Nullable KernelCompiler compiler;
 
-    private record Key(CudaBackend backend, String file) {
+    private record Key(CudaBackend backend, String name, String source) {
     }
 
     private DeviceKernels() {
@@ -72,7 +72,19 @@ public final class DeviceKernels {
      *                           {@link ErrorCode#SYSTEM_ERROR} when NVRTC or the driver fails
      */
     public static CudaModule load(CudaBackend backend, String file) {
-        String source = source(file);
+        return load(backend, file, source(file));
+    }
+
+    /**
+     * The module of a kernel file of the caller's own ({@code source}, which may include
+     * {@code <jmscclpp/...cuh>}), named {@code name} in errors and logs: compiled and loaded into
+     * {@code backend}'s GPU as {@link #load(CudaBackend, String)} does, once per backend and source.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for a closed backend or a source that
+     *                           does not compile (with NVRTC's log); {@link ErrorCode#SYSTEM_ERROR}
+     *                           when NVRTC or the driver fails
+     */
+    public static CudaModule load(CudaBackend backend, String name, String source) {
         if (backend.isClosed()) {
             throw CudaBackend.invalid("device kernels", "the CUDA backend is closed: " + backend);
         }
@@ -84,13 +96,13 @@ public final class DeviceKernels {
                     it.remove();
                 }
             }
-            Key key = new Key(backend, file);
+            Key key = new Key(backend, name, source);
             CudaModule module = MODULES.get(key);
             if (module == null) {
                 if (compiler == null) {
                     compiler = KernelCompiler.create();
                 }
-                CompiledKernel compiled = compiler.compile(file, source, backend.architecture(),
+                CompiledKernel compiled = compiler.compile(name, source, backend.architecture(),
                         DeviceHeaders.sources());
                 module = backend.loadModule(compiled.cubin());
                 MODULES.put(key, module);

@@ -2,8 +2,8 @@ package org.jmscclpp.samples;
 
 import java.time.Duration;
 import org.jmscclpp.core.Backend;
-import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.Communicator;
 
 /**
  * What every collective is built from: the job's communicator (its bootstrap and backend), the
