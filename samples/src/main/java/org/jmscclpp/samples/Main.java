@@ -16,6 +16,8 @@ import org.jmscclpp.core.JmscclppException;
  * jmscclpp bench write [options]                           HOST_IPC write bandwidth beside an in-process copy
  * jmscclpp bench proxy [options]                           proxy pollers, triggers and PortChannel ping-pong beside C
  * jmscclpp bench proxy --backend cuda [options]            the GPU paths between two GPUs beside MSCCL++ C++ 0.10
+ * jmscclpp bench coll [options]                            a collective's sweep in nccl-tests' style, beside NCCL
+ * jmscclpp bench plot --json RESULTS.json --plot FILE.png   draws a sweep that bench coll --json wrote
  * jmscclpp help                                            this text
  * </pre>
  * Exit codes: 0 success, 1 failure, 2 usage error.
@@ -70,12 +72,16 @@ public final class Main {
             case "bootstrap" -> BootstrapBench.run(rest, out, err);
             case "write" -> WriteBench.run(rest, out, err);
             case "proxy" -> ProxyBench.run(rest, out, err);
+            case "coll" -> CollBench.run(rest, out, err);
+            case "plot" -> CollBench.plot(rest, out, err);
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy");
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, coll, plot");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
                 err.println("       " + ProxyBench.SYNOPSIS);
                 err.println("       " + CudaProxyBench.SYNOPSIS);
+                err.println("       " + CollOptions.SYNOPSIS);
+                err.println("       " + CollBench.PLOT_SYNOPSIS);
                 yield USAGE;
             }
         };
@@ -148,6 +154,11 @@ public final class Main {
         sb.append("  jmscclpp ").append(CudaProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      the same on two GPUs over CUDA_IPC: FIFO, d2d semaphore, PortChannel round trip and bandwidth,\n");
         sb.append("      LL8/LL16 packets beside MSCCL++ C++ 0.10's figures, and the hot driver bindings' cost per call\n");
+        sb.append("  jmscclpp ").append(CollOptions.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      a collective's sweep over sizes in nccl-tests' style (time, algbw, busbw, #wrong per size,\n");
+        sb.append("      out-of-place and in-place); --baseline nccl adds NCCL's time and the ratio (cuda backend)\n");
+        sb.append("  jmscclpp ").append(CollBench.PLOT_SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      draws busbw and time against size from a sweep's --json (where a JDK with java.desktop is)\n");
         sb.append("  jmscclpp help\n\n");
         sb.append("samples:\n");
         for (Samples.Entry e : Samples.all()) {

@@ -1,0 +1,281 @@
+package org.jmscclpp.samples;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.CudaBackend;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * {@code jmscclpp bench coll}: a collective's sweep over sizes in nccl-tests' style, optionally
+ * beside NCCL, on N rank processes of this host ({@link Launcher}, {@link CollBenchRankSample}).
+ * Prints nccl-tests' header (with the command, host, devices and versions), one row per size and
+ * the average bus bandwidth ({@link CollTable}); {@code --json} writes the report
+ * ({@link CollJson}), {@code --plot} draws it ({@link CollPlot}).
+ *
+ * <p>And {@code jmscclpp bench plot --json RESULTS.json --plot FILE.png}: draws (and prints) a
+ * report that a sweep wrote where nothing can draw: the bundle of the GPU hosts has no
+ * {@code java.desktop} and no XChart.
+ *
+ * <p>Exit codes: 0 when every row's check found every element right; 1 when one did not, a rank
+ * failed or gave no result; 2 for bad arguments or what this host lacks (GPUs, NCCL, plotting).
+ */
+final class CollBench {
+
+    static final String PLOT_SYNOPSIS = "jmscclpp bench plot --json RESULTS.json --plot FILE.png";
+
+    /** NCCL's environment in the ranks: NVLink multicast (NVLS) stays off on the GPU hosts. */
+    static final Map<String, String> NCCL_ENV = Map.of("NCCL_NVLS_ENABLE", "0");
+
+    private static final Duration JOB_TIMEOUT = Duration.ofMinutes(30);
+    private static final Pattern ROW = Pattern.compile("COLL-ROW impl=(\\S+) algo=(\\S+) size=(\\d+) count=(\\d+)"
+            + " place=(in|out) time_us=(\\S+) wrong=(-?\\d+)");
+    private static final Pattern DEV = Pattern.compile("COLL-DEV rank=(\\d+) pid=(\\d+) host=(\\S+) device=(.*)");
+    private static final Pattern VER = Pattern.compile("COLL-VER name=(\\S+) version=(.*)");
+
+    private CollBench() {
+    }
+
+    /** Runs {@code jmscclpp bench coll ARGS}. */
+    static int run(List<String> args, PrintStream out, PrintStream err) {
+        return run(args, out, err, Main.class.getName(), CollBench::hostLacks);
+    }
+
+    /**
+     * {@link #run(List, PrintStream, PrintStream)} with the ranks started as {@code rankMain}
+     * (a class whose main method runs {@link Main#main} after registering more algorithms, in tests)
+     * and {@code lacks} telling what this host lacks for the options, if anything.
+     */
+    static int run(List<String> args, PrintStream out, PrintStream err, String rankMain,
+                   Function<CollOptions, Optional<String>> lacks) {
+        CollOptions o = BenchArgs.parseOrPrintUsage(args, CollOptions::parse, "jmscclpp bench coll",
+                CollOptions.SYNOPSIS, err);
+        if (o == null) {
+            return Main.USAGE;
+        }
+        String algorithm = algorithm(o, err);
+        if (algorithm == null) {
+            return Main.USAGE;
+        }
+        Optional<String> missing = lacks.apply(o);
+        if (missing.isPresent()) {
+            err.println("jmscclpp bench coll: " + missing.get());
+            return Main.USAGE;
+        }
+        String command = "jmscclpp bench coll " + String.join(" ", args);
+        err.println("bench: " + o.kind().label() + " (" + algorithm + ") on the " + o.backend() + " backend, "
+                + o.ranks() + " processes ...");
+        Collected lines = new Collected();
+        List<String> rankArgs = new ArrayList<>(List.of(CollBenchRankSample.NAME));
+        rankArgs.addAll(o.rankArgs(algorithm));
+        Map<String, String> env = new LinkedHashMap<>(NCCL_ENV);
+        // each rank takes its local GPU: an inherited explicit device would put all on one
+        env.put(CudaBackend.DEVICE_ENV, "");
+        BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(o.ranks()).mainClass(rankMain, rankArgs).env(env),
+                JOB_TIMEOUT, line -> !line.stderr() && line.rank() == 0 && line.text().startsWith("COLL-")
+                        && lines.add(line.text()));
+        CollReport report = report(command, o, algorithm, lines.all());
+        out.print(CollTable.render(report));
+        int code = Main.OK;
+        String error = outcome.error();
+        if (error != null) {
+            outcome.report(err, "coll", error);
+            code = Main.FAILURE;
+        }
+        if (report.wrong() > 0) {
+            err.println("bench coll: " + report.wrong() + " wrong elements");
+            code = Main.FAILURE;
+        }
+        if (report.rows().isEmpty() && code == Main.OK) {
+            err.println("bench coll: the ranks gave no rows");
+            code = Main.FAILURE;
+        }
+        return Math.max(code, save(report, o.json(), o.plot(), err));
+    }
+
+    /** {@code jmscclpp bench plot --json RESULTS.json --plot FILE.png}: prints the report's table and draws it. */
+    static int plot(List<String> args, PrintStream out, PrintStream err) {
+        Path json = null;
+        Path plot = null;
+        for (int i = 0; i < args.size(); i += 2) {
+            String opt = args.get(i);
+            if (i + 1 >= args.size()) {
+                return plotUsage(err, opt + " needs a value");
+            }
+            switch (opt) {
+                case "--json" -> json = Path.of(args.get(i + 1));
+                case "--plot" -> plot = Path.of(args.get(i + 1));
+                default -> {
+                    return plotUsage(err, "unknown option " + opt);
+                }
+            }
+        }
+        if (json == null || plot == null) {
+            return plotUsage(err, "--json and --plot are both required");
+        }
+        Optional<String> lacking = plotUnavailableReason();
+        if (lacking.isPresent()) {
+            err.println("jmscclpp bench plot: cannot draw here: " + lacking.get());
+            return Main.USAGE;
+        }
+        CollReport report;
+        try {
+            report = CollJson.read(Files.readString(json, StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            err.println("jmscclpp bench plot: cannot read " + json + ": " + e);
+            return Main.USAGE;
+        } catch (IllegalArgumentException e) {
+            err.println("jmscclpp bench plot: " + json + ": " + e.getMessage());
+            return Main.USAGE;
+        }
+        out.print(CollTable.render(report));
+        return save(report, null, plot, err);
+    }
+
+    private static int plotUsage(PrintStream err, String problem) {
+        err.println("jmscclpp bench plot: " + problem);
+        err.println("usage: " + PLOT_SYNOPSIS);
+        return Main.USAGE;
+    }
+
+    /** Writes the JSON and the plot that were asked for; FAILURE when one cannot be written. */
+    private static int save(CollReport report, @Nullable Path json, @Nullable Path plot, PrintStream err) {
+        int code = Main.OK;
+        if (json != null) {
+            try {
+                Path parent = json.toAbsolutePath().getParent();
+                if (parent != null) {
+                    Files.createDirectories(parent);
+                }
+                Files.writeString(json, CollJson.write(report), StandardCharsets.UTF_8);
+                err.println("bench: wrote " + json);
+            } catch (IOException e) {
+                err.println("bench: cannot write " + json + ": " + e);
+                code = Main.FAILURE;
+            }
+        }
+        if (plot != null) {
+            try {
+                CollPlot.write(report, plot);
+                err.println("bench: wrote " + plot);
+            } catch (JmscclppException e) {
+                err.println("bench: " + e.getMessage());
+                code = Main.FAILURE;
+            }
+        }
+        return code;
+    }
+
+    /** The algorithm to run: {@code --algo} when registered, else the registered default; null after printing why none. */
+    private static @Nullable String algorithm(CollOptions o, PrintStream err) {
+        List<CollectiveAlgorithms.Entry> known = CollectiveAlgorithms.of(o.kind(), o.backend());
+        String asked = o.algorithm();
+        if (asked != null && known.stream().anyMatch(e -> e.algorithm().equals(asked))) {
+            return asked;
+        }
+        if (asked == null && !known.isEmpty()) {
+            return known.getFirst().algorithm();
+        }
+        err.println("jmscclpp bench coll: " + (asked == null ? "no " : "no '" + asked + "' ") + o.kind().label()
+                + " algorithm on the " + o.backend() + " backend (known: "
+                + known.stream().map(CollectiveAlgorithms.Entry::algorithm).toList() + ")");
+        return null;
+    }
+
+    /** What this host lacks for {@code o}: GPUs and NCCL for cuda runs, plotting for {@code --plot}. */
+    static Optional<String> hostLacks(CollOptions o) {
+        if (o.plot() != null) {
+            Optional<String> plot = plotUnavailableReason();
+            if (plot.isPresent()) {
+                return Optional.of("--plot cannot draw here: " + plot.get() + "; write --json FILE and draw it"
+                        + " where a JDK is with '" + PLOT_SYNOPSIS + "'");
+            }
+        }
+        if (o.backend().equals("cuda")) {
+            Optional<String> cuda = CudaBackend.unavailableReason(o.ranks());
+            if (cuda.isPresent()) {
+                return Optional.of("the cuda backend is unavailable here: " + cuda.get());
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** Why this JVM cannot draw (no java.desktop, no XChart on the class path), or empty when it can. */
+    static Optional<String> plotUnavailableReason() {
+        if (ModuleLayer.boot().findModule("java.desktop").isEmpty()) {
+            return Optional.of("this Java runtime has no java.desktop module (the jmscclpp bundle leaves it out)");
+        }
+        try {
+            Class.forName("org.knowm.xchart.XYChart", false, CollBench.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return Optional.of("XChart is not on the class path (bin/jmscclpp takes it from samples/target/plot-lib/;"
+                    + " the bundle leaves it out)");
+        }
+        return Optional.empty();
+    }
+
+    /** The report of rank 0's lines (others ignored). */
+    static CollReport report(String command, CollOptions o, String algorithm, List<String> lines) {
+        Map<Integer, String> devices = new TreeMap<>();
+        Map<String, String> versions = new LinkedHashMap<>();
+        List<CollectiveRunner.Measurement> rows = new ArrayList<>();
+        String host = CollBenchRankSample.hostName();
+        String ncclVersion = null;
+        for (String line : lines) {
+            Matcher row = ROW.matcher(line);
+            Matcher dev = DEV.matcher(line);
+            Matcher ver = VER.matcher(line);
+            try {
+                if (row.matches()) {
+                    rows.add(new CollectiveRunner.Measurement(row.group(1), row.group(2), o.kind(),
+                            Long.parseLong(row.group(3)), Long.parseLong(row.group(4)), o.type(),
+                            row.group(5).equals("in"), Double.parseDouble(row.group(6)), Long.parseLong(row.group(7))));
+                } else if (dev.matches()) {
+                    int rank = Integer.parseInt(dev.group(1));
+                    devices.put(rank, String.format(Locale.ROOT, "Rank %2d Group  0 Pid %6s on %10s device"
+                            + " %2d %s", rank, dev.group(2), dev.group(3), rank, dev.group(4)));
+                    if (rank == 0) {
+                        host = dev.group(3);
+                    }
+                } else if (ver.matches()) {
+                    if (ver.group(1).equals("nccl")) {
+                        ncclVersion = ver.group(2);
+                    }
+                }
+            } catch (NumberFormatException e) {
+                // not a result line after all
+            }
+        }
+        versions.putAll(CollTable.versions(ncclVersion));
+        return new CollReport(command, host, o.backend(), o.kind(), o.type(), o.ranks(), algorithm, o.minBytes(),
+                o.maxBytes(), o.factor(), o.iters(), o.warmup(), o.check(), o.graph(), List.copyOf(devices.values()),
+                versions, rows);
+    }
+
+    /** Lines gathered from the ranks' reader threads. */
+    private static final class Collected {
+        private final List<String> lines = new ArrayList<>();
+
+        synchronized boolean add(String line) {
+            return lines.add(line);
+        }
+
+        synchronized List<String> all() {
+            return List.copyOf(lines);
+        }
+    }
+}
