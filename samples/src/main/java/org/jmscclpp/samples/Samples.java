@@ -1,6 +1,7 @@
 package org.jmscclpp.samples;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -16,7 +17,11 @@ final class Samples {
     static {
         add(new Entry("bootstrap-demo", "initialize a TcpBootstrap, allGather (rank, pid, host), barrier",
                 false, new BootstrapDemo()));
-        add(new Entry(AllGatherSample.NAME, AllGatherSample.SYNOPSIS, false, new AllGatherSample()));
+        for (CollectiveKind kind : List.of(CollectiveKind.ALLGATHER, CollectiveKind.ALLREDUCE, CollectiveKind.ALLTOALL,
+                CollectiveKind.SENDRECV)) {
+            add(new Entry(CollectiveSample.name(kind), CollectiveSample.synopsis(kind), false,
+                    new CollectiveSample(kind)));
+        }
         add(new Entry(MeshDemo.NAME, "the README's communicator pipeline as one Mono: mesh over HOST_IPC, write, "
                 + "signal, wait, check", false, new MeshDemo()));
         add(new Entry(PortChannelDemo.NAME, "the README's proxy example: port channels, a Java kernel puts and "
@@ -32,6 +37,8 @@ final class Samples {
                 new WriteBenchRankSample()));
         add(new Entry(ProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy'", true,
                 new ProxyBenchRankSample()));
+        add(new Entry(CollBenchRankSample.NAME, "one rank of 'jmscclpp bench coll'", true,
+                new CollBenchRankSample()));
         add(new Entry(CudaProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy --backend cuda'",
                 true, new CudaProxyBenchRankSample()));
     }
