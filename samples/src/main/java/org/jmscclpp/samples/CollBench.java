@@ -52,15 +52,15 @@ final class CollBench {
 
     /** Runs {@code jmscclpp bench coll ARGS}. */
     static int run(List<String> args, PrintStream out, PrintStream err) {
-        return run(args, out, err, Main.class.getName(), CollBench::hostLacks);
+        return run(args, out, err, Main.class.getName(), List.of(), CollBench::hostLacks);
     }
 
     /**
      * {@link #run(List, PrintStream, PrintStream)} with the ranks started as {@code rankMain}
      * (a class whose main method runs {@link Main#main} after registering more algorithms, in tests)
-     * and {@code lacks} telling what this host lacks for the options, if anything.
+     * with {@code jvmArgs}, and {@code lacks} telling what this host lacks for the options, if anything.
      */
-    static int run(List<String> args, PrintStream out, PrintStream err, String rankMain,
+    static int run(List<String> args, PrintStream out, PrintStream err, String rankMain, List<String> jvmArgs,
                    Function<CollOptions, Optional<String>> lacks) {
         CollOptions o = BenchArgs.parseOrPrintUsage(args, CollOptions::parse, "jmscclpp bench coll",
                 CollOptions.SYNOPSIS, err);
@@ -85,7 +85,8 @@ final class CollBench {
         Map<String, String> env = new LinkedHashMap<>(NCCL_ENV);
         // each rank takes its local GPU: an inherited explicit device would put all on one
         env.put(CudaBackend.DEVICE_ENV, "");
-        BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(o.ranks()).mainClass(rankMain, rankArgs).env(env),
+        BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(o.ranks()).mainClass(rankMain, rankArgs).env(env)
+                        .jvmArgs(jvmArgs),
                 JOB_TIMEOUT, line -> !line.stderr() && line.rank() == 0 && line.text().startsWith("COLL-")
                         && lines.add(line.text()));
         CollReport report = report(command, o, algorithm, lines.all());

@@ -1,0 +1,145 @@
+package org.jmscclpp.samples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.awt.image.BufferedImage;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** {@code jmscclpp bench coll} on the host backend with real rank processes and the test collectives. */
+class CollBenchTest {
+
+    /** A data row: size, count, type, redop, root, then four columns per placement. */
+    private static final Pattern ROW = Pattern.compile(" *\\d+ +\\d+ +float +(sum|none) +-1( +(\\S+)){8}");
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void registerTestCollectives() {
+        TestCollectives.register();
+    }
+
+    record Run(int code, String out, String err) {
+        List<String> rows() {
+            return out.lines().filter(l -> ROW.matcher(l).matches()).toList();
+        }
+    }
+
+    private static Run bench(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code;
+        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
+             PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            code = CollBench.run(List.of(args), o, e, TestRankMain.class.getName(), TestRankMain.JVM_ARGS,
+                    CollBench::hostLacks);
+        }
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @ParameterizedTest
+    @EnumSource(CollectiveKind.class)
+    @Timeout(120)
+    void everyKindPrintsOneCheckedRowPerSize(CollectiveKind kind) {
+        Run r = bench("--op", kind.label(), "--algo", TestCollectives.BOOTSTRAP, "-b", "256", "-e", "1K", "-n", "2",
+                "-w", "1", "-c", "1");
+        assertEquals(Main.OK, r.code(), r.out() + r.err());
+        List<String> rows = r.rows();
+        assertEquals(3, rows.size(), r.out());
+        for (String row : rows) {
+            String[] c = row.strip().split(" +");
+            assertEquals(kind == CollectiveKind.ALLREDUCE ? "sum" : "none", c[3], row);
+            assertEquals("0", c[8], "out-of-place #wrong: " + row);
+            assertEquals(kind.hasInPlace() ? "0" : "N/A", c[12], "in-place #wrong: " + row);
+            long size = Long.parseLong(c[0]);
+            assertEquals(size, kind.size(Long.parseLong(c[1]), 2, DataType.FLOAT32), row);
+            double time = Double.parseDouble(c[5]);
+            double busbw = Double.parseDouble(c[7]);
+            assertTrue(time > 0, row);
+            // busbw = S / time x factor, to the printed precision
+            assertEquals(size / (time * 1e3) * kind.busFactor(2), busbw, 0.006 + busbw * 0.01, row);
+        }
+        assertTrue(r.out().contains("# Collective test starting: " + kind.label() + "_perf (jmscclpp host backend,"
+                + " algorithm " + TestCollectives.BOOTSTRAP + ")"), r.out());
+        assertTrue(r.out().contains("#  Rank  1 Group  0 Pid "), r.out());
+        assertTrue(r.out().contains("# Out of bounds values : 0 OK"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.matches("# Avg bus bandwidth    : [0-9.e+-]+ ")), r.out());
+    }
+
+    @Test
+    @Timeout(120)
+    void aCollectiveThatCorruptsDataShowsWrongElementsAndExitsOne() {
+        Run r = bench("--op", "allreduce", "--algo", TestCollectives.CORRUPT, "-b", "64", "-e", "64", "-n", "1",
+                "-w", "0", "-c", "2");
+        assertEquals(Main.FAILURE, r.code(), r.out() + r.err());
+        List<String> rows = r.rows();
+        assertEquals(1, rows.size(), r.out());
+        String[] c = rows.getFirst().strip().split(" +");
+        // one wrong element per rank and check: 2 ranks x 2 checks, in each placement
+        assertEquals("4", c[8], rows.getFirst());
+        assertEquals("4", c[12], rows.getFirst());
+        assertTrue(r.out().contains("# Out of bounds values : 8 FAILED"), r.out());
+    }
+
+    @Test
+    void argumentErrorsExitTwo() {
+        for (List<String> bad : List.of(List.of("-b", "lots"), List.of("--op", "reduce"), List.of("--algo", "nope"),
+                List.of("--baseline", "nccl"), List.of("-n"))) {
+            Run r = bench(bad.toArray(String[]::new));
+            assertEquals(Main.USAGE, r.code(), bad + ": " + r.err());
+            assertTrue(r.err().startsWith("jmscclpp bench coll: "), r.err());
+        }
+        Run noGpu = new Run(CollBench.run(List.of("--backend", "cuda"), System.out, System.err,
+                TestRankMain.class.getName(), List.of(), o -> Optional.of("no GPU")), "", "");
+        assertEquals(Main.USAGE, noGpu.code());
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(Main.USAGE, CollBench.plot(List.of("--json", "x.json"), System.out,
+                new PrintStream(err, true, StandardCharsets.UTF_8)));
+    }
+
+    @Test
+    @Timeout(120)
+    void jsonAndPlotAreWrittenAndBenchPlotDrawsTheJsonAgain() throws Exception {
+        Assumptions.assumeTrue(CollBench.plotUnavailableReason().isEmpty(), () -> "cannot draw here: "
+                + CollBench.plotUnavailableReason().orElseThrow());
+        Path json = dir.resolve("out/r.json");
+        Path png = dir.resolve("out/r.png");
+        Run r = bench("--op", "allgather", "--algo", TestCollectives.BOOTSTRAP, "-b", "128", "-e", "512", "-n", "1",
+                "-w", "0", "--json", json.toString(), "--plot", png.toString());
+        assertEquals(Main.OK, r.code(), r.out() + r.err());
+        CollReport report = CollJson.read(Files.readString(json));
+        assertEquals(CollectiveKind.ALLGATHER, report.kind());
+        assertEquals(6, report.rows().size(), "3 sizes x 2 placements");
+        assertPng(png);
+        Path again = dir.resolve("again.png");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int code = CollBench.plot(List.of("--json", json.toString(), "--plot", again.toString()),
+                new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
+        assertEquals(Main.OK, code);
+        assertEquals(r.rows(), new Run(0, out.toString(StandardCharsets.UTF_8), "").rows(), "the same table");
+        assertPng(again);
+    }
+
+    private static void assertPng(Path png) throws Exception {
+        byte[] bytes = Files.readAllBytes(png);
+        assertTrue(bytes.length > 8 && bytes[1] == 'P' && bytes[2] == 'N' && bytes[3] == 'G', "a PNG signature");
+        BufferedImage image = ImageIO.read(png.toFile());
+        assertTrue(image != null && image.getWidth() >= 1000 && image.getHeight() >= 400, "decodes: " + image);
+    }
+}
