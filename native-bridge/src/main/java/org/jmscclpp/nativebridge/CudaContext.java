@@ -115,6 +115,11 @@ final class CudaContext implements AutoCloseable {
         return ordinal;
     }
 
+    /** Whether {@link #close()} released the context (objects made in it went with it). */
+    boolean isClosed() {
+        return closed.get();
+    }
+
     Device device() {
         return Device.gpu(ordinal);
     }

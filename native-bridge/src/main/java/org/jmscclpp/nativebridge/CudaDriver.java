@@ -45,6 +45,8 @@ final class CudaDriver {
     static final int CU_EVENT_DISABLE_TIMING = 2;
     static final int CU_EVENT_DEFAULT = 0;
     static final int CU_STREAM_WRITE_VALUE_DEFAULT = 0;
+    static final int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+    static final int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
     static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
     static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
@@ -216,6 +218,23 @@ final class CudaDriver {
     static native int cuEventQuery(long event);
 
     static native int cuEventElapsedTime_v2(float[] milliseconds, long start, long end);
+
+    // ---------------------------------------------------------------------------------------------
+    // stream capture and graphs
+
+    static native int cuStreamBeginCapture_v2(long stream, int mode);
+
+    static native int cuStreamEndCapture(long stream, long[] graph);
+
+    static native int cuStreamIsCapturing(long stream, int[] status);
+
+    static native int cuGraphInstantiateWithFlags(long[] graphExec, long graph, long flags);
+
+    static native int cuGraphLaunch(long graphExec, long stream);
+
+    static native int cuGraphExecDestroy(long graphExec);
+
+    static native int cuGraphDestroy(long graph);
 
     // ---------------------------------------------------------------------------------------------
     // modules and launches

@@ -147,6 +147,64 @@ public final class CudaStream implements AutoCloseable {
         }
     }
 
+    /**
+     * Times the work {@code enqueue} puts on this stream with two CUDA events (recorded before and
+     * after it) and returns the GPU time between them in milliseconds (about half a microsecond
+     * of resolution), as nccl-tests times its iterations. Blocks (parking, never inside the driver)
+     * until that work has finished.
+     *
+     * @throws JmscclppException {@link ErrorCode#TIMEOUT} naming {@code what} when the work has not
+     *                           finished after {@code timeout}; {@link ErrorCode#SYSTEM_ERROR} when
+     *                           it failed or the driver refused an event; whatever {@code enqueue}
+     *                           throws
+     */
+    public float elapsedMillis(Runnable enqueue, Duration timeout, String what) {
+        checkOpen();
+        long start = createEvent(CudaDriver.CU_EVENT_DEFAULT);
+        long end;
+        try {
+            end = createEvent(CudaDriver.CU_EVENT_DEFAULT);
+        } catch (RuntimeException e) {
+            CudaDriver.cuEventDestroy_v2(start);
+            throw e;
+        }
+        try {
+            context.makeCurrent();
+            check(CudaDriver.cuEventRecord(start, handle), "cuEventRecord(" + name + ", start of " + what + ")");
+            enqueue.run();
+            context.makeCurrent();
+            check(CudaDriver.cuEventRecord(end, handle), "cuEventRecord(" + name + ", end of " + what + ")");
+            if (!Waiting.await(() -> isDone(end), Waiting.deadline(timeout))) {
+                throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not finish on " + name + " within "
+                        + timeout).phase("cuda").build();
+            }
+            float[] milliseconds = new float[1];
+            context.makeCurrent();
+            check(CudaDriver.cuEventElapsedTime_v2(milliseconds, start, end), "cuEventElapsedTime_v2(" + what + ")");
+            return milliseconds[0];
+        } finally {
+            // destroying an event still pending is allowed: the driver frees it once it completes
+            context.makeCurrent();
+            CudaDriver.cuEventDestroy_v2(start);
+            CudaDriver.cuEventDestroy_v2(end);
+        }
+    }
+
+    /** Whether a capture ({@link CudaGraph#capture}) is under way on this stream. */
+    boolean isCapturing() {
+        context.makeCurrent();
+        int[] status = new int[1];
+        check(CudaDriver.cuStreamIsCapturing(handle, status), "cuStreamIsCapturing(" + name + ")");
+        return status[0] != CudaDriver.CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+
+    private long createEvent(int flags) {
+        context.makeCurrent();
+        long[] event = new long[1];
+        check(CudaDriver.cuEventCreate(event, flags), "cuEventCreate(" + name + ")");
+        return event[0];
+    }
+
     private long takeEvent() {
         synchronized (freeEvents) {
             Long event = freeEvents.poll();
@@ -154,13 +212,10 @@ public final class CudaStream implements AutoCloseable {
                 return event;
             }
         }
-        context.makeCurrent();
-        long[] event = new long[1];
-        check(CudaDriver.cuEventCreate(event, CudaDriver.CU_EVENT_DISABLE_TIMING), "cuEventCreate(" + name + ")");
-        return event[0];
+        return createEvent(CudaDriver.CU_EVENT_DISABLE_TIMING);
     }
 
-    private void checkOpen() {
+    void checkOpen() {
         if (closed.get()) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the stream " + name + " is closed").phase("cuda")
                     .build();

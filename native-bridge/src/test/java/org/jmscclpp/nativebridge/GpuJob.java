@@ -17,7 +17,7 @@ import org.jmscclpp.core.host.ChildJvm;
 
 /**
  * A job of one process per GPU on this host, each a JVM like this one running {@link GpuRankMain}
- * with {@code JMSCCLPP_CUDA_DEVICE} set to its rank, bootstrapped over TCP on loopback. Waits for
+ * with {@code JMSCCLPP_CUDA_DEVICE} set to its rank (and {@code NCCL_NVLS_ENABLE=0}), bootstrapped over TCP on loopback. Waits for
  * every rank with a deadline, kills what is left, and fails with every rank's output when a rank
  * failed; returns the outputs otherwise (tests print them: they are the record of a GPU run).
  */
@@ -41,6 +41,8 @@ final class GpuJob {
                 ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, GpuRankMain.class, a))
                         .redirectErrorStream(true).redirectOutput(out.toFile());
                 pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
+                // NCCL must never use NVLink multicast on the shared GPU hosts
+                pb.environment().put("NCCL_NVLS_ENABLE", "0");
                 processes.add(pb.start());
                 outputs.add(out);
             }

@@ -70,6 +70,7 @@ final class GpuRankMain {
             try {
                 switch (scenario) {
                     case "basic-write" -> r.basicWrite();
+                    case "nccl-collectives", "nccl-init-timeout" -> NcclScenarios.run(r, scenario, a);
                     default -> GpuKernelScenarios.run(r, scenario, a);
                 }
                 bs.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));

@@ -68,6 +68,8 @@ public final class Communicator implements AutoCloseable {
     private final Map<Long, Mono<?>> lastSend = new HashMap<>();
     private final Map<Long, Mono<?>> lastReceive = new HashMap<>();
     private final Deque<AutoCloseable> owned = new ArrayDeque<>();
+    /** Transport providers' sessions, opened on first use; also in {@link #owned}. Guarded by lock. */
+    private final Map<TransportProvider, TransportProvider.Session> sessions = new HashMap<>();
     private boolean closed;
 
     private Communicator(Bootstrap bootstrap, Backend backend) {
@@ -102,23 +104,67 @@ public final class Communicator implements AutoCloseable {
     /**
      * Registers {@code buffer} for the given transports. For each IPC transport ({@code HOST_IPC},
      * {@code CUDA_IPC}) the backend exports a handle that peers of this host map; the backend must
-     * support it, else {@link ErrorCode#INVALID_USAGE}. With no transport the memory is only usable
+     * support it, else {@link ErrorCode#INVALID_USAGE}. For a transport the backend does not connect
+     * over itself ({@code ETHERNET}, {@code IB0..IB7}) the module offering it
+     * ({@link TransportProvider}) registers the buffer, and its handle travels with the memory;
+     * INVALID_USAGE when that provider cannot run here. With no transport the memory is only usable
      * by ranks of this process. The returned memory is the caller's (closing it ends the
      * registration, not the buffer).
      */
     public RegisteredMemory registerMemory(DeviceBuffer buffer, TransportFlags transports) {
         Map<Transport, byte[]> handles = new EnumMap<>(Transport.class);
-        for (Transport t : transports.toSet()) {
-            if (t == Transport.CUDA_IPC || t == Transport.HOST_IPC) {
-                if (!backend.ipcTransports().has(t)) {
-                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + backend.name()
-                            + " backend cannot share memory over " + t + " (it offers " + backend.ipcTransports() + ")")
-                            .rank(rank()).phase("registerMemory").build();
+        List<TransportProvider.Registration> registrations = new ArrayList<>();
+        try {
+            for (Transport t : transports.toSet()) {
+                if (t == Transport.CUDA_IPC || t == Transport.HOST_IPC) {
+                    if (!backend.ipcTransports().has(t)) {
+                        throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + backend.name()
+                                + " backend cannot share memory over " + t + " (it offers " + backend.ipcTransports()
+                                + ")").rank(rank()).phase("registerMemory").build();
+                    }
+                    handles.put(t, backend.exportMemory(buffer, t));
+                } else if (!backend.connectionTransports().has(t) && TransportProviders.find(t) != null) {
+                    TransportProvider.Registration r = session(t, "registerMemory").registerMemory(buffer, t);
+                    registrations.add(r);
+                    handles.put(t, r.handle());
                 }
-                handles.put(t, backend.exportMemory(buffer, t));
             }
+            return RegisteredMemory.local(buffer, transports, handles, registrations);
+        } catch (RuntimeException e) {
+            registrations.forEach(TransportProvider.Registration::close);
+            throw e;
         }
-        return RegisteredMemory.local(buffer, transports, handles);
+    }
+
+    /**
+     * The session of the provider of {@code transport}, opened on first use and closed with the
+     * communicator; INVALID_USAGE naming the reason when the provider cannot serve this backend here.
+     */
+    private TransportProvider.Session session(Transport transport, String phase) {
+        TransportProvider provider = TransportProviders.find(transport);
+        if (provider == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no module on the class path offers " + transport
+                    + " and the " + backend.name() + " backend connects over " + backend.connectionTransports() + " only")
+                    .rank(rank()).phase(phase).build();
+        }
+        var reason = provider.unavailableReason(backend, transport);
+        if (reason.isPresent()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, transport + " cannot be used here: "
+                    + reason.get()).rank(rank()).phase(phase).build();
+        }
+        synchronized (lock) {
+            if (closed) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the communicator is closed").rank(rank())
+                        .phase(phase).build();
+            }
+            TransportProvider.Session session = sessions.get(provider);
+            if (session == null) {
+                session = provider.open(backend);
+                sessions.put(provider, session);
+                owned.push(session);
+            }
+            return session;
+        }
     }
 
     // ------------------------------------------------------------------------------------------
@@ -511,16 +557,24 @@ public final class Communicator implements AutoCloseable {
         @Override
         void validate() {
             super.validate();
-            if (!backend.connectionTransports().has(config.transport())) {
+            Transport t = config.transport();
+            if (!backend.connectionTransports().has(t) && TransportProviders.find(t) == null) {
                 throw error(ErrorCode.INVALID_USAGE, "the " + backend.name() + " backend cannot connect over "
-                        + config.transport() + " (it offers " + backend.connectionTransports() + ")");
+                        + t + " (it offers " + backend.connectionTransports() + ") and no module on the class path"
+                        + " offers it");
             }
+        }
+
+        /** The backend when it connects over the transport itself, else the provider's session. */
+        private boolean byBackend() {
+            return backend.connectionTransports().has(config.transport());
         }
 
         @Override
         Mono<Void> send(Duration timeout) {
             return Mono.defer(() -> {
-                Endpoint e = backend.createEndpoint(config);
+                Endpoint e = byBackend() ? backend.createEndpoint(config)
+                        : session(config.transport(), phase()).createEndpoint(config);
                 local = e;
                 return transmit(KIND_ENDPOINT, e.serialize(), timeout);
             });
@@ -534,7 +588,9 @@ public final class Communicator implements AutoCloseable {
                 if (mine == null) {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before sending the local endpoint");
                 }
-                return own(backend.connect(mine, remote, new ConnectionContext(rank(), peer, tag)));
+                ConnectionContext context = new ConnectionContext(rank(), peer, tag);
+                return own(byBackend() ? backend.connect(mine, remote, context)
+                        : session(config.transport(), phase()).connect(mine, remote, context));
             });
         }
     }

@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -73,10 +74,13 @@ public final class RegisteredMemory implements AutoCloseable {
     private final Device device;
     private final Map<Transport, byte[]> handles;
     private final @Nullable DeviceBuffer buffer;
+    /** Registrations with transport providers that end with this memory (local memory only). */
+    private final List<TransportProvider.Registration> registrations;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private RegisteredMemory(Origin origin, long originalAddress, long size, TransportFlags transports, long hostHash,
-                             long pidHash, Device device, Map<Transport, byte[]> handles, @Nullable DeviceBuffer buffer) {
+                             long pidHash, Device device, Map<Transport, byte[]> handles, @Nullable DeviceBuffer buffer,
+                             List<TransportProvider.Registration> registrations) {
         this.origin = origin;
         this.originalAddress = originalAddress;
         this.size = size;
@@ -86,10 +90,15 @@ public final class RegisteredMemory implements AutoCloseable {
         this.device = device;
         this.handles = handles;
         this.buffer = buffer;
+        this.registrations = List.copyOf(registrations);
     }
 
-    /** Registers a buffer of this process; {@code handles} holds the export of each IPC transport. */
-    static RegisteredMemory local(DeviceBuffer buffer, TransportFlags transports, Map<Transport, byte[]> handles) {
+    /**
+     * Registers a buffer of this process; {@code handles} holds the export of each IPC transport and
+     * the handle of each provider's registration, and {@code registrations} end when this memory is closed.
+     */
+    static RegisteredMemory local(DeviceBuffer buffer, TransportFlags transports, Map<Transport, byte[]> handles,
+                                  List<TransportProvider.Registration> registrations) {
         if (buffer.isClosed()) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "cannot register a closed buffer")
                     .phase("registerMemory").build();
@@ -97,7 +106,7 @@ public final class RegisteredMemory implements AutoCloseable {
         LOCAL.merge(buffer.address(), new LocalRegistration(buffer, 1),
                 (a, b) -> a.buffer() == buffer && !a.buffer().isClosed() ? new LocalRegistration(buffer, a.count() + 1) : b);
         return new RegisteredMemory(Origin.LOCAL, buffer.address(), buffer.size(), transports, HostIdentity.hostHash(),
-                HostIdentity.pidHash(), buffer.device(), copyOf(handles), buffer);
+                HostIdentity.pidHash(), buffer.device(), copyOf(handles), buffer, registrations);
     }
 
     /** Address of the memory in this process: the mapping for a peer's memory; the owner's address when not mapped. */
@@ -249,7 +258,7 @@ public final class RegisteredMemory implements AutoCloseable {
                         .phase("deserialize registered memory").build();
             }
             return new RegisteredMemory(Origin.SAME_PROCESS, address, size, transports, hostHash, pidHash, device,
-                    frozen, reg.buffer());
+                    frozen, reg.buffer(), List.of());
         }
         if (hostHash == HostIdentity.hostHash()) {
             for (Transport t : backend.ipcTransports().and(transports).toSet()) {
@@ -257,11 +266,11 @@ public final class RegisteredMemory implements AutoCloseable {
                 if (handle != null) {
                     DeviceBuffer mapping = backend.importMemory(t, handle, size);
                     return new RegisteredMemory(Origin.MAPPED, address, size, transports, hostHash, pidHash, device,
-                            frozen, mapping);
+                            frozen, mapping, List.of());
                 }
             }
         }
-        return new RegisteredMemory(Origin.REMOTE, address, size, transports, hostHash, pidHash, device, frozen, null);
+        return new RegisteredMemory(Origin.REMOTE, address, size, transports, hostHash, pidHash, device, frozen, null, List.of());
     }
 
     private static Map<Transport, byte[]> copyOf(Map<Transport, byte[]> handles) {
@@ -284,6 +293,7 @@ public final class RegisteredMemory implements AutoCloseable {
         } else if (origin == Origin.LOCAL && buffer != null) {
             LOCAL.computeIfPresent(originalAddress, (a, reg) -> reg.buffer() != buffer ? reg
                     : reg.count() > 1 ? new LocalRegistration(buffer, reg.count() - 1) : null);
+            registrations.forEach(TransportProvider.Registration::close);
         }
     }
 
