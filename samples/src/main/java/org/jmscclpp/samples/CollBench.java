@@ -18,6 +18,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.nativebridge.CudaBackend;
+import org.jmscclpp.nativebridge.NcclCommunicator;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -210,6 +211,12 @@ final class CollBench {
             Optional<String> cuda = CudaBackend.unavailableReason(o.ranks());
             if (cuda.isPresent()) {
                 return Optional.of("the cuda backend is unavailable here: " + cuda.get());
+            }
+        }
+        if (o.nccl()) {
+            Optional<String> nccl = NcclCommunicator.unavailableReason();
+            if (nccl.isPresent()) {
+                return Optional.of("--baseline nccl: NCCL is unavailable here: " + nccl.get());
             }
         }
         return Optional.empty();

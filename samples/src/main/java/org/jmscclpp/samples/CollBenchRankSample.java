@@ -17,7 +17,8 @@ import org.jmscclpp.core.Communicator;
  * with {@code --algo} always given). Opens the backend, a communicator over a {@link TcpBootstrap},
  * the collective of the registry ({@link CollectiveAlgorithms}) for the largest size, and runs the
  * sweep through {@link CollectiveRunner}; with {@code --baseline nccl} the same sweep again through
- * NCCL. Rank 0 prints, on stdout, lines that {@link CollBench} parses:
+ * NCCL ({@link NcclCollective}); with {@code --graph G} the timed enqueues are replays of a CUDA
+ * graph. Rank 0 prints, on stdout, lines that {@link CollBench} parses:
  * <pre>
  * COLL-DEV rank=0 pid=1234 host=h1 device=cuda CudaBackend[GPU 0 (NVIDIA H200, sm_90, 132 SMs), MEM_ALLOC]
  * COLL-VER name=nccl version=2.28.9
@@ -52,10 +53,16 @@ final class CollBenchRankSample implements Sample {
                 describe(setup);
                 long wrong = 0;
                 try (Collective c = entry.factory().apply(setup); CollectiveData data = CollectiveData.create(c, setup)) {
-                    wrong += sweep("jmscclpp", c, data, setup, o);
+                    wrong += sweep(CollReport.JMSCCLPP, c, data, setup, o);
                 }
                 if (o.nccl()) {
-                    throw BenchArgs.usage(NAME, "the NCCL baseline is not built into this jmscclpp");
+                    try (NcclCollective c = NcclCollective.create(o.kind(), setup);
+                         CollectiveData data = CollectiveData.create(c, setup)) {
+                        if (rank == 0) {
+                            say("COLL-VER name=nccl version=" + c.version());
+                        }
+                        wrong += sweep(CollReport.NCCL, c, data, setup, o);
+                    }
                 }
                 // nobody releases memory a peer may still map
                 CollectiveRunner.barrier(setup, "end");
@@ -66,8 +73,10 @@ final class CollBenchRankSample implements Sample {
 
     /** Runs the sweep of {@code o} through {@code c}; rank 0 prints the rows. Returns the wrong elements of every row. */
     static long sweep(String implementation, Collective c, CollectiveData data, CollectiveSetup setup, CollOptions o) {
+        CollectiveRunner.Timing timing = o.graph() > 0 ? CollectiveRunner.Timing.graph(o.graph(), setup.timeout())
+                : CollectiveRunner.Timing.direct(setup.timeout());
         List<CollectiveRunner.Measurement> rows = CollectiveRunner.run(implementation, c, data, setup, o.plan(),
-                CollectiveRunner.Timing.direct(setup.timeout()), m -> {
+                timing, m -> {
                     if (setup.rank() == 0) {
                         say(row(m));
                     }

@@ -9,6 +9,8 @@ import java.util.function.Consumer;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.CudaGraph;
+import org.jmscclpp.nativebridge.CudaStream;
 
 /**
  * Runs a {@link Collective} over a sweep of sizes the way nccl-tests does, on one rank of a job
@@ -79,6 +81,43 @@ final class CollectiveRunner {
                 }
                 c.synchronize(timeout);
                 return System.nanoTime() - t0;
+            };
+        }
+
+        /**
+         * nccl-tests' {@code -G}: warm-up enqueues and a synchronize, then the {@code iters} enqueues
+         * captured once into a {@link CudaGraph} on the collective's stream, one untimed replay (the
+         * graph's upload), the barrier, {@code launches} replays back to back and one synchronize;
+         * returns the time of {@code iters} operations (the whole over {@code launches}).
+         *
+         * @throws JmscclppException INVALID_USAGE for a collective without a stream (the host backend)
+         */
+        static Timing graph(int launches, Duration timeout) {
+            return (c, count, type, inPlace, warmup, iters, barrier) -> {
+                CudaStream stream = c.stream();
+                if (stream == null) {
+                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + c.algorithm() + " collective"
+                            + " has no CUDA stream to capture a graph on").phase("graph").build();
+                }
+                for (int i = 0; i < warmup; i++) {
+                    c.enqueue(count, type, inPlace);
+                }
+                c.synchronize(timeout);
+                try (CudaGraph graph = CudaGraph.capture(stream, () -> {
+                    for (int i = 0; i < iters; i++) {
+                        c.enqueue(count, type, inPlace);
+                    }
+                })) {
+                    graph.launch(stream);
+                    c.synchronize(timeout);
+                    barrier.run();
+                    long t0 = System.nanoTime();
+                    for (int g = 0; g < launches; g++) {
+                        graph.launch(stream);
+                    }
+                    c.synchronize(timeout);
+                    return (System.nanoTime() - t0) / launches;
+                }
             };
         }
     }
