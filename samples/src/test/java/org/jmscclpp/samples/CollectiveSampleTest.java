@@ -1,0 +1,113 @@
+package org.jmscclpp.samples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.stream.Stream;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The collective samples as {@code jmscclpp run -n N KIND ...} runs them: real rank processes, host backend. */
+class CollectiveSampleTest {
+
+    private static final Duration DEADLINE = Duration.ofSeconds(90);
+
+    @TempDir
+    Path shm;
+
+    record Outcome(int failedRank, int exitCode, List<String> rank0, String all) {
+    }
+
+    private Outcome run(int ranks, List<String> args) throws InterruptedException {
+        ConcurrentLinkedQueue<Launcher.OutputLine> lines = new ConcurrentLinkedQueue<>();
+        int failedRank = -1;
+        int exitCode = 0;
+        try (Launcher.Job job = Launcher.builder(ranks).mainClass(TestRankMain.class.getName(), args)
+                .jvmArgs(TestRankMain.JVM_ARGS).env(Map.of("JMSCCLPP_SHM_DIR", shm.toString())).output(lines::add)
+                .start()) {
+            assertTrue(job.waitFor(DEADLINE), "ranks still running after " + DEADLINE);
+            if (job.firstFailure().isPresent()) {
+                failedRank = job.firstFailure().get().rank();
+                exitCode = job.firstFailure().get().exitCode();
+            }
+        }
+        StringBuilder all = new StringBuilder();
+        lines.forEach(l -> all.append("[rank ").append(l.rank()).append("] ").append(l.text()).append('\n'));
+        List<String> rank0 = new ArrayList<>(lines.stream().filter(l -> l.rank() == 0 && !l.stderr())
+                .map(Launcher.OutputLine::text).toList());
+        return new Outcome(failedRank, exitCode, rank0, all.toString());
+    }
+
+    /** The README's quick start: four ranks, no arguments, the registered default algorithm. */
+    @Test
+    @Timeout(120)
+    void allgatherWithoutArgumentsChecksEveryElementOnFourRanks() throws Exception {
+        Outcome o = run(4, List.of("allgather"));
+        assertEquals(-1, o.failedRank(), o.all());
+        String first = o.rank0().getFirst();
+        assertTrue(first.matches("allgather: 4 ranks, host backend, algorithm \\S+, float, 1 MiB \\(65536 elements per"
+                + " rank\\), 2 checks with fresh inputs, 20 timed iterations after 5 warm-up"), o.all());
+        assertTrue(o.rank0().get(1).matches("\\| placement +\\| size \\(B\\) \\| +count \\| +time µs \\| algbw GB/s \\|"
+                + " busbw GB/s \\| #wrong \\|"), o.all());
+        assertTrue(o.rank0().get(3).matches("\\| out-of-place \\| +1048576 \\| +65536 \\| +[0-9.]+ \\| +[0-9.]+ \\|"
+                + " +[0-9.]+ \\| +0 \\|"), o.all());
+        assertTrue(o.rank0().get(4).startsWith("| in-place "), o.all());
+        assertEquals("allgather: every element checked on every rank: OK", o.rank0().get(5), o.all());
+        assertTrue(o.all().lines().noneMatch(l -> !l.startsWith("[rank 0]") && !l.contains("WARN")
+                && l.matches("\\[rank \\d] (allgather|\\|).*")), "only rank 0 prints the table");
+        try (Stream<Path> left = Files.list(shm)) {
+            assertEquals(List.of(), left.toList(), "every rank closed its shared memory");
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void everyKindRunsWithTheTestAlgorithmAndEveryType() throws Exception {
+        List<String> kinds = List.of("allreduce", "alltoall", "sendrecv");
+        List<String> types = List.of("half", "int32", "bfloat16");
+        for (int i = 0; i < kinds.size(); i++) {
+            Outcome o = run(2, List.of(kinds.get(i), "--algo", TestCollectives.BOOTSTRAP, "-d", types.get(i),
+                    "--bytes", "4K", "--iters", "3"));
+            assertEquals(-1, o.failedRank(), o.all());
+            assertTrue(o.rank0().getFirst().startsWith(kinds.get(i) + ": 2 ranks, host backend, algorithm "
+                    + TestCollectives.BOOTSTRAP + ", " + types.get(i) + ", 4 KiB"), o.all());
+            assertEquals(kinds.get(i).equals("allreduce") ? 6 : 5, o.rank0().size(), o.all());
+            assertEquals(kinds.get(i) + ": every element checked on every rank: OK", o.rank0().getLast(), o.all());
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void wrongElementsFailTheSample() throws Exception {
+        Outcome o = run(2, List.of("allreduce", "--algo", TestCollectives.CORRUPT, "--bytes", "64", "--iters", "1"));
+        assertEquals(Main.FAILURE, o.exitCode(), o.all());
+        // 2 ranks x 2 checks x 2 placements, one wrong element each
+        assertEquals("allreduce: FAILED: 8 wrong elements", o.rank0().getLast(), o.all());
+    }
+
+    @Test
+    void badArgumentsAreUsageErrors() {
+        assertEquals(new CollectiveSample.Options("host", null, DataType.FLOAT32, 1 << 20, 20),
+                CollectiveSample.parse("allgather", List.of()));
+        assertEquals(new CollectiveSample.Options("cuda", "ll16", DataType.BFLOAT16, 64 << 10, 3),
+                CollectiveSample.parse("allreduce", List.of("--backend", "cuda", "--algo", "ll16", "-d", "bfloat16",
+                        "--bytes", "64K", "--iters", "3")));
+        for (List<String> bad : List.of(List.of("--bytes"), List.of("--bytes", "0"), List.of("--bytes", "lots"),
+                List.of("--iters", "0"), List.of("-d", "double"), List.of("--what", "1"))) {
+            JmscclppException e = assertThrows(JmscclppException.class, () -> CollectiveSample.parse("allgather", bad),
+                    bad::toString);
+            assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+        }
+    }
+}
