@@ -21,9 +21,28 @@ final class CollectiveAlgorithms {
 
     static {
         // entries are added here, one line per implementation
+        add(CollectiveKind.ALLREDUCE, "host", "auto", "ll16 up to 64 KiB, rsag above",
+                s -> new HostAllReduce(s, HostAllReduce.Mode.AUTO));
+        add(CollectiveKind.ALLREDUCE, "host", "ll16", "LL16 packets to every peer, summed locally (memory channels)",
+                s -> new HostAllReduce(s, HostAllReduce.Mode.LL16));
+        add(CollectiveKind.ALLREDUCE, "host", "rsag", "reduce-scatter by get, allgather by put (memory channels)",
+                s -> new HostAllReduce(s, HostAllReduce.Mode.RSAG));
+        add(CollectiveKind.ALLGATHER, "host", "memory", "put into every peer, signal, wait (memory channels)",
+                HostMemoryAllGather::new);
+        add(CollectiveKind.ALLGATHER, "host", "port", "putWithSignal, flush, wait (port channels, own proxy)",
+                s -> new HostPortCollective(s, CollectiveKind.ALLGATHER));
+        add(CollectiveKind.ALLTOALL, "host", "port", "putWithSignal, flush, wait (port channels, own proxy)",
+                s -> new HostPortCollective(s, CollectiveKind.ALLTOALL));
+        add(CollectiveKind.SENDRECV, "host", "port", "putWithSignal to rank+1, wait for rank-1 (port channels)",
+                s -> new HostPortCollective(s, CollectiveKind.SENDRECV));
     }
 
     private CollectiveAlgorithms() {
+    }
+
+    private static void add(CollectiveKind kind, String backend, String algorithm, String synopsis,
+                            Function<CollectiveSetup, Collective> factory) {
+        ALL.add(new Entry(kind, backend, algorithm, synopsis, factory));
     }
 
     static Optional<Entry> find(CollectiveKind kind, String backend, String algorithm) {
