@@ -21,9 +21,26 @@ final class CollectiveAlgorithms {
 
     static {
         // entries are added here, one line per implementation
+        add(CollectiveKind.ALLGATHER, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: 16-byte stores into every"
+                + " peer's output from many blocks, then signal and wait per block", CudaMemoryCollective::allGather);
+        add(CollectiveKind.ALLGATHER, "cuda", CudaPortCollective.ALGORITHM, "PortChannel: one thread per peer puts "
+                + "with a signal through the proxy, waits, flushes", CudaPortCollective::allGather);
+        add(CollectiveKind.ALLTOALL, "cuda", CudaPortCollective.ALGORITHM, "PortChannel localAlltoall: chunk p to slot"
+                + " rank of peer p by putWithSignal, own chunk by a device copy", CudaPortCollective::allToAll);
+        add(CollectiveKind.ALLTOALL, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: chunk p stored into slot "
+                + "rank of peer p's output, then signal and wait per block", CudaMemoryCollective::allToAll);
+        add(CollectiveKind.SENDRECV, "cuda", CudaPortCollective.ALGORITHM, "PortChannel: putWithSignal to rank+1, wait"
+                + " for rank-1, flush", CudaPortCollective::sendRecv);
+        add(CollectiveKind.SENDRECV, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: stores into rank+1's "
+                + "output, signal per block, wait for rank-1's blocks", CudaMemoryCollective::sendRecv);
     }
 
     private CollectiveAlgorithms() {
+    }
+
+    private static void add(CollectiveKind kind, String backend, String algorithm, String synopsis,
+                            Function<CollectiveSetup, Collective> factory) {
+        ALL.add(new Entry(kind, backend, algorithm, synopsis, factory));
     }
 
     static Optional<Entry> find(CollectiveKind kind, String backend, String algorithm) {
