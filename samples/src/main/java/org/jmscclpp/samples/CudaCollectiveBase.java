@@ -134,23 +134,26 @@ final class CudaCollectiveBase implements AutoCloseable {
      * count unit: the slice (allgather), the chunk per peer (alltoall), the buffer (sendrecv).
      */
     long unitBytes(String algorithm, long count, DataType type, boolean inPlace) {
-        if (count < 0) {
-            throw runInvalid(algorithm, "a count of " + count + " elements");
-        }
-        if (inPlace && !kind.hasInPlace()) {
-            throw runInvalid(algorithm, "in-place runs (" + kind.label() + " has none)");
-        }
-        long bytes = count * type.bytes();
-        if (count > maxSize || kind.size(count, ranks, type) > maxSize) {
-            throw runInvalid(algorithm, count + " elements of " + type + " (" + kind.size(count, ranks, type)
-                    + " bytes > S = " + maxSize + ")");
-        }
-        return bytes;
+        return unitBytes(kind, algorithm, ranks, maxSize, count, type, inPlace, rank);
     }
 
-    private JmscclppException runInvalid(String algorithm, String what) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, kind.label() + " '" + algorithm + "' takes no "
-                + what).rank(rank).phase("enqueue").build();
+    /** {@link #unitBytes(String, long, DataType, boolean)} for a collective of {@code kind} on {@code ranks} ranks set up for {@code maxSize}. */
+    static long unitBytes(CollectiveKind kind, String algorithm, int ranks, long maxSize, long count, DataType type,
+                          boolean inPlace, int rank) {
+        String what = null;
+        if (count < 0) {
+            what = "a count of " + count + " elements";
+        } else if (inPlace && !kind.hasInPlace()) {
+            what = "in-place runs (" + kind.label() + " has none)";
+        } else if (count > maxSize || kind.size(count, ranks, type) > maxSize) {
+            what = count + " elements of " + type + " (" + kind.size(count, ranks, type) + " bytes > S = " + maxSize
+                    + ")";
+        }
+        if (what != null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, kind.label() + " '" + algorithm + "' takes no "
+                    + what).rank(rank).phase("enqueue").build();
+        }
+        return count * type.bytes();
     }
 
     /**
