@@ -24,6 +24,9 @@ import org.jmscclpp.nativebridge.KernelArgs;
  *
  * <p>The channels' handles are copied to the GPU once, at setup; each semaphore's expected-inbound
  * word lives in device memory and the kernels advance it, so graphs of many runs replay correctly.
+ * Nothing on the GPU reads a slot that a peer's next run may already be storing into (in place,
+ * this rank reads only its own slot), but the host may: callers that read the output between runs
+ * (checks) put a barrier between that read and the peers' next enqueue.
  */
 final class CudaMemoryCollective implements Collective {
 

@@ -26,6 +26,10 @@ import org.jmscclpp.nativebridge.KernelArgs;
  * <p>Allgather keeps two channels per peer over the same semaphore: one whose src is the input
  * (out of place), one whose src is the output (in place, this rank's slice of it). A trigger's
  * sizes and offsets have 32 bits, so S stays below 4 GiB; longer puts are cut into 1 GiB pieces.
+ *
+ * <p>A peer starts its next run, and puts into this rank's output, as soon as its own run ended:
+ * callers that read the output between runs (checks) put a barrier between that read and the
+ * peers' next enqueue.
  */
 final class CudaPortCollective implements Collective {
 
@@ -39,7 +43,7 @@ final class CudaPortCollective implements Collective {
     private final Kernel kernel;
     /** Out of place (src: input) for every kind; for sendrecv [send, recv]. */
     private final DeviceBuffer channels;
-    /** In-place allgather's channels (src: output); null for the other kinds. */
+    /** In-place allgather's channels (src: output); the same as {@link #channels} for the other kinds. */
     private final DeviceBuffer inPlaceChannels;
 
     private CudaPortCollective(CollectiveKind kind, CollectiveSetup setup) {
