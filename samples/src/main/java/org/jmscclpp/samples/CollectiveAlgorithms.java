@@ -21,6 +21,15 @@ final class CollectiveAlgorithms {
 
     static {
         // entries are added here, one line per implementation
+        ALL.add(new Entry(CollectiveKind.ALLREDUCE, "cuda", "auto", "ll16 up to "
+                + ByteSizes.label(CudaAllReduce.DEFAULT_LL_MAX_BYTES) + " (-D" + CudaAllReduce.THRESHOLD_PROPERTY
+                + "), rsag above",
+                s -> CudaAllReduce.create(s, CudaAllReduce.Variant.AUTO)));
+        ALL.add(new Entry(CollectiveKind.ALLREDUCE, "cuda", "ll16", "one-shot LL16 packets into every peer's scratch"
+                + " (up to " + ByteSizes.label(CudaAllReduce.LL16_MAX_SIZE) + ")",
+                s -> CudaAllReduce.create(s, CudaAllReduce.Variant.LL16)));
+        ALL.add(new Entry(CollectiveKind.ALLREDUCE, "cuda", "rsag", "MemoryChannel reduce-scatter + allgather over"
+                + " NVLink loads and stores", s -> CudaAllReduce.create(s, CudaAllReduce.Variant.RSAG)));
     }
 
     private CollectiveAlgorithms() {
