@@ -46,6 +46,15 @@ final class CollectiveAlgorithms {
                 + " for rank-1, flush", CudaPortCollective::sendRecv);
         add(CollectiveKind.SENDRECV, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: stores into rank+1's "
                 + "output, signal per block, wait for rank-1's blocks", CudaMemoryCollective::sendRecv);
+        add(CollectiveKind.ALLREDUCE, "cuda", "auto", "ll16 up to "
+                + ByteSizes.label(CudaAllReduce.DEFAULT_LL_MAX_BYTES) + " (-D" + CudaAllReduce.THRESHOLD_PROPERTY
+                + "), rsag above",
+                s -> CudaAllReduce.create(s, CudaAllReduce.Variant.AUTO));
+        add(CollectiveKind.ALLREDUCE, "cuda", "ll16", "one-shot LL16 packets into every peer's scratch"
+                + " (up to " + ByteSizes.label(CudaAllReduce.LL16_MAX_SIZE) + ")",
+                s -> CudaAllReduce.create(s, CudaAllReduce.Variant.LL16));
+        add(CollectiveKind.ALLREDUCE, "cuda", "rsag", "MemoryChannel reduce-scatter + allgather over"
+                + " NVLink loads and stores", s -> CudaAllReduce.create(s, CudaAllReduce.Variant.RSAG));
     }
 
     private CollectiveAlgorithms() {
