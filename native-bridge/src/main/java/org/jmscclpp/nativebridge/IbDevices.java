@@ -84,10 +84,19 @@ final class IbDevices {
                 + "' is not a GID index in [0, 255]").phase("ib").build();
     }
 
-    /** The names of this host's RDMA devices, in {@code ibv_get_device_list} order. */
+    /** {@code ENOSYS}: what {@code ibv_get_device_list} sets where the kernel has no RDMA support at all. */
+    private static final int ENOSYS = 38;
+
+    /**
+     * The names of this host's RDMA devices, in {@code ibv_get_device_list} order; empty where the
+     * kernel has no RDMA support (the list call fails with ENOSYS); SYSTEM_ERROR on other failures.
+     */
     static List<String> deviceNames() {
         int[] count = new int[1];
         long list = Verbs.ibv_get_device_list(count);
+        if (list == 0 && com.sun.jna.Native.getLastError() == ENOSYS) {
+            return List.of();
+        }
         if (list == 0) {
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "ibv_get_device_list failed: " + Verbs.errno())
                     .phase("ib").build();
