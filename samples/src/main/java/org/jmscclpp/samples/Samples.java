@@ -26,6 +26,7 @@ final class Samples {
                 + "signal, wait, check", false, new MeshDemo()));
         add(new Entry(PortChannelDemo.NAME, "the README's proxy example: port channels, a Java kernel puts and "
                 + "flushes, flush completions drive a barrier, check", false, new PortChannelDemo()));
+        add(new Entry(OverlapSample.NAME, OverlapSample.SYNOPSIS, false, new OverlapSample()));
         add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
                 + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
                 true, ExitCodeSample.exitCode()));
