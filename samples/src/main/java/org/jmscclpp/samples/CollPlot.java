@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.function.Predicate;
 import java.util.function.ToDoubleFunction;
 import org.jmscclpp.core.ErrorCode;
@@ -59,7 +60,7 @@ final class CollPlot {
                         + " backend, " + r.host() + ": " + what)
                 .xAxisTitle("size (bytes)").yAxisTitle(what).build();
         chart.getStyler().setXAxisLogarithmic(true).setYAxisLogarithmic(logY)
-                .setxAxisTickLabelsFormattingFunction(v -> ByteSizes.label(Math.round(v)))
+                .setxAxisTickLabelsFormattingFunction(CollPlot::decimalBytes)
                 .setLegendPosition(Styler.LegendPosition.InsideNW).setMarkerSize(6);
         addSeries(chart, r, "jmscclpp " + r.algorithm() + " out-of-place",
                 m -> m.implementation().equals(CollReport.JMSCCLPP) && !m.inPlace(), y);
@@ -68,6 +69,19 @@ final class CollPlot {
         addSeries(chart, r, "NCCL out-of-place", m -> m.implementation().equals(CollReport.NCCL) && !m.inPlace(), y);
         addSeries(chart, r, "NCCL in-place", m -> m.implementation().equals(CollReport.NCCL) && m.inPlace(), y);
         return chart;
+    }
+
+    /** A log axis ticks at powers of ten: 1 kB, 10 MB (decimal units, where binary ones would not be round). */
+    static String decimalBytes(double v) {
+        String[] units = {"B", "kB", "MB", "GB", "TB"};
+        int u = 0;
+        double x = v;
+        while (x >= 1000 && u < units.length - 1) {
+            x /= 1000;
+            u++;
+        }
+        return (x == Math.rint(x) ? Long.toString(Math.round(x)) : String.format(Locale.ROOT, "%.3g", x))
+                + " " + units[u];
     }
 
     private static void addSeries(XYChart chart, CollReport r, String name,
