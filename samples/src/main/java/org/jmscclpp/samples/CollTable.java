@@ -10,7 +10,7 @@ import org.jspecify.annotations.Nullable;
  * {@code "%12li  %12li  %8s  %6s  %6s"} for size, count, type, redop and root, then per placement
  * {@code "  %7s  %6s  %6s  %6s"} for time (µs), algbw, busbw (GB/s) and #wrong, numbers losing
  * decimals to fit their width. With NCCL's rows, three more columns: NCCL's out-of-place time and
- * busbw and jmscclpp's out-of-place time over NCCL's.
+ * busbw and jmscclpp's out-of-place time over NCCL's ({@code t/nccl}: below 1 is faster).
  */
 final class CollTable {
 
@@ -69,7 +69,7 @@ final class CollTable {
         String units = String.format(LEFT, "(B)", "(elements)", "", "", "")
                 + String.format(PLACEMENT, "(us)", "(GB/s)", "(GB/s)", "")
                 + String.format(PLACEMENT, "(us)", "(GB/s)", "(GB/s)", "")
-                + (nccl ? String.format(NCCL_COLUMNS, "(us)", "(GB/s)", "ours/n") : "");
+                + (nccl ? String.format(NCCL_COLUMNS, "(us)", "(GB/s)", "t/nccl") : "");
         return hash(groups) + "\n" + hash(names) + "\n" + hash(units) + "\n";
     }
 

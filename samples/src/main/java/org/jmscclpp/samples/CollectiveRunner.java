@@ -20,8 +20,8 @@ import org.jmscclpp.nativebridge.CudaStream;
  * <p>Per size S (the kind's meaning of it) and placement (out-of-place, then in-place where the
  * kind has it):
  * <ol>
- *   <li>{@code checkIters} checks, each with a fresh seed that rank 0 draws and broadcasts over the
- *       bootstrap: {@link CollectiveData#prepare}, one enqueue, synchronize,
+ *   <li>{@code checkIters} checks, each after a barrier and with a fresh seed that rank 0 draws and
+ *       broadcasts over the bootstrap: {@link CollectiveData#prepare}, one enqueue, synchronize,
  *       {@link CollectiveData#check}; the wrong elements of every check are summed over the ranks;</li>
  *   <li>the timing: {@code warmup} enqueues and a synchronize, a barrier, then {@code iters}
  *       enqueues back to back and one synchronize; time = wall time / iters ({@link Timing}
@@ -148,6 +148,9 @@ final class CollectiveRunner {
             for (boolean inPlace : kind.hasInPlace() ? List.of(false, true) : List.of(false)) {
                 long wrong = 0;
                 for (int k = 0; k < plan.checkIters(); k++) {
+                    // a peer may still read this rank's input or write its output in the run before
+                    // (a get-based reduce-scatter, the timed runs): nobody rewrites them until all are done
+                    barrier(setup, "check " + size);
                     long seed = agreeOnSeed(setup);
                     data.prepare(count, plan.type(), inPlace, seed);
                     c.enqueue(count, plan.type(), inPlace);

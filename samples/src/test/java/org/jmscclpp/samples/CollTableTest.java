@@ -62,8 +62,12 @@ class CollTableTest {
                 CollTable.row(new CollReport.Line(4096, 512, a2a, null, null), 2, CollectiveKind.ALLTOALL,
                         DataType.FLOAT32));
         CollectiveRunner.Measurement nccl = m("nccl", CollectiveKind.ALLREDUCE, 1024, 256, false, 8.0, 0);
-        assertTrue(CollTable.row(new CollReport.Line(1024, 256, out, in, nccl), 2, CollectiveKind.ALLREDUCE,
-                DataType.FLOAT32).endsWith("     8.00    0.13    0.50"), "NCCL's time, busbw, ours/NCCL");
+        String withNccl = CollTable.row(new CollReport.Line(1024, 256, out, in, nccl), 2, CollectiveKind.ALLREDUCE,
+                DataType.FLOAT32);
+        assertTrue(withNccl.endsWith("     8.00    0.13    0.50"), "NCCL's time, busbw, ours/NCCL: " + withNccl);
+        List<String> heads = CollTable.heads(true).lines().toList();
+        assertTrue(heads.get(1).endsWith("     time   busbw   ratio"), heads.get(1));
+        assertEquals(withNccl.length(), heads.get(1).length(), "the NCCL columns line up with their heads");
     }
 
     @Test
