@@ -35,7 +35,7 @@ import org.jspecify.annotations.Nullable;
 final class EthernetReceiver extends ChannelInboundHandlerAdapter {
 
     private static final System.Logger LOG = System.getLogger(EthernetReceiver.class.getName());
-    private static final VarHandle WORD = ValueLayout.JAVA_LONG_UNALIGNED.varHandle();
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     static final long OFFLOAD_HIGH = 64L << 20;
     private static final long OFFLOAD_LOW = 16L << 20;
 
