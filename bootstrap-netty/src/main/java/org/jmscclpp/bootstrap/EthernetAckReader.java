@@ -40,6 +40,7 @@ final class EthernetAckReader extends ByteToMessageDecoder {
                 String reason = in.readCharSequence(h.length(), StandardCharsets.UTF_8).toString();
                 connection.onPeerError(reason);
                 done = true;
+                ctx.close();
             } else {
                 why = "unexpected " + EthernetWire.typeName(h.type()) + " frame of " + h.length() + " bytes";
             }

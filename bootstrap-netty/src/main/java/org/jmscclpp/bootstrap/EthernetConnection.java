@@ -83,6 +83,10 @@ final class EthernetConnection implements Connection {
         this.context = context;
     }
 
+    EthernetSession session() {
+        return session;
+    }
+
     void attach(Channel ch) {
         this.channel = ch;
     }

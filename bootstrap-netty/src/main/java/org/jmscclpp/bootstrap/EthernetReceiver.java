@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
@@ -38,6 +39,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     static final long OFFLOAD_HIGH = 64L << 20;
     private static final long OFFLOAD_LOW = 16L << 20;
+    private static final long LINGER_SECONDS = 5;
 
     private enum State { HELLO, HEADER, BODY, DEAD }
 
@@ -332,9 +334,20 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         LOG.log(Level.WARNING, "{0}: ETHERNET from {1} at {2} rejected: {3}; closing this connection",
                 session.rankName(), who, ctx.channel().remoteAddress(), why);
         cleanUp();
-        if (ctx.channel().isActive()) {
-            ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)).addListener(ChannelFutureListener.CLOSE);
+        if (!ctx.channel().isActive()) {
+            return;
         }
+        // Closing at once with the dialler's bytes still unread makes the kernel send a reset, which
+        // can overtake the ERROR frame. So: ERROR, then end our direction, then drop whatever still
+        // comes until the dialler closes, at most LINGER_SECONDS.
+        ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)).addListener((ChannelFutureListener) f -> {
+            if (f.channel() instanceof DuplexChannel d && f.isSuccess()) {
+                d.shutdownOutput();
+                ctx.executor().schedule(() -> ctx.close(), LINGER_SECONDS, TimeUnit.SECONDS);
+            } else {
+                ctx.close();
+            }
+        });
     }
 
     @Override
