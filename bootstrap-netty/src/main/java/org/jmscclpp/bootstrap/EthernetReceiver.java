@@ -1,0 +1,391 @@
+package org.jmscclpp.bootstrap;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.DuplexChannel;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The listener's end of one {@link EthernetConnection}: reads the hello and then the WRITE and
+ * TOKEN frames of {@link EthernetWire}, applies each to a buffer registered with this session, and
+ * acknowledges what it applied. Every check of a frame happens on its header, before any byte of
+ * its body is stored; a frame that fails one ends this connection (an ERROR frame with the reason,
+ * one log line, close) and leaves memory and every other connection as they were.
+ *
+ * <p>Bodies for host-accessible memory (the host backend's shared memory, pinned memory) are
+ * copied straight from the socket's buffers into the destination on the event loop, without a
+ * staging copy. Memory the host cannot reach (CUDA device memory) is filled by the backend's
+ * copy, which may block, so those frames are gathered into a pooled buffer and applied in order
+ * on a virtual thread of this connection, with reading paused while more than
+ * {@value #OFFLOAD_HIGH} bytes wait. Acknowledgements follow the applied order in both cases, at
+ * the end of each read burst.
+ */
+final class EthernetReceiver extends ChannelInboundHandlerAdapter {
+
+    private static final System.Logger LOG = System.getLogger(EthernetReceiver.class.getName());
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+    static final long OFFLOAD_HIGH = 64L << 20;
+    private static final long OFFLOAD_LOW = 16L << 20;
+    private static final long LINGER_SECONDS = 5;
+
+    private enum State { HELLO, HEADER, BODY, DEAD }
+
+    private final EthernetSession session;
+    private final long handshakeTimeoutNanos;
+    private State state = State.HELLO;
+    /** Partial hello or header bytes. */
+    private @Nullable ByteBuf partial;
+    private @Nullable ScheduledFuture<?> handshakeDeadline;
+    private EthernetWire.@Nullable Hello hello;
+
+    // the frame whose body is being read
+    private byte type;
+    private long sequence;
+    private long remaining;
+    private long bodyOffset;
+    private EthernetSession.@Nullable Region region;
+    private @Nullable MemorySegment target;
+    private @Nullable ByteBuf gathered;
+
+    private long expectedSequence = 1;
+    /** Highest sequence applied; event-loop confined. */
+    private long applied;
+    private long acknowledged;
+    private @Nullable ExecutorService offload;
+    private long offloadBytes;
+    private int offloadFrames;
+
+    EthernetReceiver(EthernetSession session, long handshakeTimeoutNanos) {
+        this.session = session;
+        this.handshakeTimeoutNanos = handshakeTimeoutNanos;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        handshakeDeadline = ctx.executor().schedule(() -> reject(ctx, "no hello within "
+                + TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos) + " ms"), handshakeTimeoutNanos, TimeUnit.NANOSECONDS);
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        try {
+            while (in.isReadable() && state != State.DEAD) {
+                switch (state) {
+                    case HELLO -> {
+                        ByteBuf h = accumulate(ctx, in, EthernetWire.HELLO_BYTES);
+                        if (h != null) {
+                            onHello(ctx, h);
+                        }
+                    }
+                    case HEADER -> {
+                        ByteBuf h = accumulate(ctx, in, EthernetWire.HEADER_BYTES);
+                        if (h != null) {
+                            onHeader(ctx, EthernetWire.readHeader(h));
+                            release(h);
+                        }
+                    }
+                    case BODY -> body(ctx, in);
+                    case DEAD -> in.skipBytes(in.readableBytes());
+                }
+            }
+        } catch (RuntimeException e) {
+            // a buffer closed under us, or the backend refused a copy: this connection ends, the job goes on
+            reject(ctx, "cannot apply frame " + sequence + ": " + e);
+        } finally {
+            in.release();
+        }
+    }
+
+    /** The next {@code n} bytes as one buffer once they are all there (the caller releases it), else null. */
+    private @Nullable ByteBuf accumulate(ChannelHandlerContext ctx, ByteBuf in, int n) {
+        if (partial == null) {
+            if (in.readableBytes() >= n) {
+                return in.readRetainedSlice(n);
+            }
+            partial = ctx.alloc().heapBuffer(n, n);
+        }
+        ByteBuf p = partial;
+        p.writeBytes(in, Math.min(n - p.readableBytes(), in.readableBytes()));
+        if (p.readableBytes() < n) {
+            return null;
+        }
+        partial = null;
+        return p;
+    }
+
+    private void onHello(ChannelHandlerContext ctx, ByteBuf h) {
+        EthernetWire.Hello[] out = new EthernetWire.Hello[1];
+        String why;
+        try {
+            why = EthernetWire.readHello(h, session.secret(), out);
+        } finally {
+            release(h);
+        }
+        if (why == null && session.rank() >= 0 && out[0].receiver() != session.rank()) {
+            why = "the hello is for rank " + out[0].receiver() + " but this is rank " + session.rank();
+        }
+        if (why != null) {
+            reject(ctx, why);
+            return;
+        }
+        hello = out[0];
+        cancelHandshakeDeadline();
+        state = State.HEADER;
+        ctx.writeAndFlush(EthernetWire.ack(ctx.alloc(), 0));
+    }
+
+    private void onHeader(ChannelHandlerContext ctx, EthernetWire.Header h) {
+        String why = check(h);
+        if (why != null) {
+            reject(ctx, "frame " + h.sequence() + " (" + EthernetWire.typeName(h.type()) + ", region " + h.region()
+                    + ", offset " + h.offset() + ", " + h.length() + " bytes): " + why);
+            return;
+        }
+        EthernetSession.Region r = session.region(h.region());
+        type = h.type();
+        sequence = h.sequence();
+        remaining = h.length();
+        bodyOffset = h.offset();
+        region = r;
+        expectedSequence++;
+        if (r != null && r.buffer().hostAccessible() && offloadFrames == 0 && !session.offloadAlways()) {
+            target = r.buffer().hostSegment().asSlice(h.offset(), h.length());
+        } else {
+            target = null;
+            gathered = ctx.alloc().directBuffer(h.length(), h.length());
+        }
+        state = State.BODY;
+    }
+
+    /** Why a header is refused, or null. */
+    private @Nullable String check(EthernetWire.Header h) {
+        if (h.type() != EthernetWire.WRITE && h.type() != EthernetWire.TOKEN) {
+            return "a dialler sends WRITE and TOKEN frames only";
+        }
+        if (h.reserved() != 0) {
+            return "non-zero reserved bytes";
+        }
+        if (h.sequence() != expectedSequence) {
+            return "sequence number " + h.sequence() + ", expected " + expectedSequence;
+        }
+        if (h.type() == EthernetWire.WRITE && (h.length() <= 0 || h.length() > EthernetWire.MAX_CHUNK)) {
+            return "a WRITE body is 1 to " + EthernetWire.MAX_CHUNK + " bytes";
+        }
+        if (h.type() == EthernetWire.TOKEN && h.length() != Long.BYTES) {
+            return "a TOKEN body is 8 bytes";
+        }
+        EthernetSession.Region r = session.region(h.region());
+        if (r == null) {
+            return "no buffer of this process is registered for ETHERNET as region " + h.region();
+        }
+        long size = r.buffer().size();
+        if (h.offset() < 0 || h.offset() > size || h.length() > size - h.offset()) {
+            return "range [" + h.offset() + ", " + h.offset() + " + " + h.length() + ") is outside the region of "
+                    + size + " bytes";
+        }
+        if (h.type() == EthernetWire.TOKEN && ((r.buffer().address() + h.offset()) & (Long.BYTES - 1)) != 0) {
+            return "a token must be 8-byte aligned";
+        }
+        return null;
+    }
+
+    private void body(ChannelHandlerContext ctx, ByteBuf in) {
+        int n = (int) Math.min(remaining, in.readableBytes());
+        if (type == EthernetWire.TOKEN) {
+            // 8 bytes: gathered whatever the destination, then stored as one word
+            if (gathered == null) {
+                gathered = ctx.alloc().heapBuffer(Long.BYTES, Long.BYTES);
+            }
+            gathered.writeBytes(in, n);
+        } else if (target != null) {
+            long at = target.byteSize() - remaining;
+            in.readBytes(target.asSlice(at, n).asByteBuffer());
+        } else {
+            gathered.writeBytes(in, n);
+        }
+        remaining -= n;
+        if (remaining == 0) {
+            finishFrame(ctx);
+        }
+    }
+
+    private void finishFrame(ChannelHandlerContext ctx) {
+        EthernetSession.Region r = region;
+        ByteBuf body = gathered;
+        gathered = null;
+        target = null;
+        region = null;
+        state = State.HEADER;
+        long seq = sequence;
+        if (type == EthernetWire.TOKEN) {
+            long value = body.getLongLE(0);
+            body.release();
+            if (offloadFrames == 0 && r.buffer().hostAccessible() && !session.offloadAlways()) {
+                storeToken(r.buffer(), bodyOffset, value);
+                applied = seq;
+            } else {
+                long off = bodyOffset;
+                submit(ctx, seq, 0, () -> storeToken(r.buffer(), off, value));
+            }
+        } else if (body == null) {
+            applied = seq;
+        } else {
+            long off = bodyOffset;
+            int bytes = body.readableBytes();
+            submit(ctx, seq, bytes, () -> {
+                try {
+                    copyIn(r.buffer(), off, body);
+                } finally {
+                    body.release();
+                }
+            });
+        }
+    }
+
+    private void storeToken(DeviceBuffer buffer, long offset, long value) {
+        if (buffer.hostAccessible()) {
+            WORD.setRelease(buffer.hostSegment(), offset, value);
+        } else {
+            MemorySegment word = MemorySegment.ofArray(new long[] {value});
+            session.backend().copyFromHost(buffer, offset, word);
+        }
+    }
+
+    private void copyIn(DeviceBuffer buffer, long offset, ByteBuf body) {
+        Backend backend = session.backend();
+        if (buffer.hostAccessible()) {
+            body.getBytes(body.readerIndex(), buffer.hostSegment().asSlice(offset, body.readableBytes()).asByteBuffer());
+        } else {
+            backend.copyFromHost(buffer, offset, MemorySegment.ofBuffer(body.nioBuffer()));
+        }
+    }
+
+    /** Applies a frame on this connection's virtual thread, after the frames submitted before it. */
+    private void submit(ChannelHandlerContext ctx, long seq, int bytes, Runnable apply) {
+        if (offload == null) {
+            offload = Executors.newSingleThreadExecutor(Thread.ofVirtual().name("jmscclpp-ethernet-apply").factory());
+        }
+        offloadFrames++;
+        offloadBytes += bytes;
+        if (offloadBytes > OFFLOAD_HIGH) {
+            ctx.channel().config().setAutoRead(false);
+        }
+        offload.execute(() -> {
+            RuntimeException failed = null;
+            try {
+                apply.run();
+            } catch (RuntimeException e) {
+                failed = e;
+            }
+            RuntimeException f = failed;
+            ctx.executor().execute(() -> {
+                offloadFrames--;
+                offloadBytes -= bytes;
+                if (f != null) {
+                    reject(ctx, "cannot apply frame " + seq + ": " + f);
+                    return;
+                }
+                if (state == State.DEAD) {
+                    return;
+                }
+                applied = seq;
+                if (offloadBytes < OFFLOAD_LOW && !ctx.channel().config().isAutoRead()) {
+                    ctx.channel().config().setAutoRead(true);
+                }
+                acknowledge(ctx);
+            });
+        });
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        acknowledge(ctx);
+    }
+
+    private void acknowledge(ChannelHandlerContext ctx) {
+        if (state != State.DEAD && applied > acknowledged) {
+            acknowledged = applied;
+            ctx.writeAndFlush(EthernetWire.ack(ctx.alloc(), applied));
+        }
+    }
+
+    /** Ends this connection: logs why, tells the dialler, closes. Memory is not touched. */
+    private void reject(ChannelHandlerContext ctx, String why) {
+        if (state == State.DEAD) {
+            return;
+        }
+        state = State.DEAD;
+        String who = hello == null ? "an unidentified dialler"
+                : "rank " + hello.sender() + " (tag " + hello.tag() + ")";
+        LOG.log(Level.WARNING, "{0}: ETHERNET from {1} at {2} rejected: {3}; closing this connection",
+                session.rankName(), who, ctx.channel().remoteAddress(), why);
+        cleanUp();
+        if (!ctx.channel().isActive()) {
+            return;
+        }
+        // Closing at once with the dialler's bytes still unread makes the kernel send a reset, which
+        // can overtake the ERROR frame. So: ERROR, then end our direction, then drop whatever still
+        // comes until the dialler closes, at most LINGER_SECONDS.
+        ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)).addListener((ChannelFutureListener) f -> {
+            if (f.channel() instanceof DuplexChannel d && f.isSuccess()) {
+                d.shutdownOutput();
+                ctx.executor().schedule(() -> ctx.close(), LINGER_SECONDS, TimeUnit.SECONDS);
+            } else {
+                ctx.close();
+            }
+        });
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        state = State.DEAD;
+        cleanUp();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        reject(ctx, "socket error: " + cause);
+        ctx.close();
+    }
+
+    private void cleanUp() {
+        cancelHandshakeDeadline();
+        release(partial);
+        partial = null;
+        release(gathered);
+        gathered = null;
+        target = null;
+        if (offload != null) {
+            // queued frames still release their buffers; shutdown lets them run but takes no new ones
+            offload.shutdown();
+        }
+    }
+
+    private void cancelHandshakeDeadline() {
+        if (handshakeDeadline != null) {
+            handshakeDeadline.cancel(false);
+            handshakeDeadline = null;
+        }
+    }
+
+    private static void release(@Nullable ByteBuf b) {
+        if (b != null && b.refCnt() > 0) {
+            ReferenceCountUtil.release(b);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+package org.jmscclpp.bootstrap;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The one description of what the {@code ETHERNET} transport puts on its sockets, with the
+ * encoders of every frame; {@link EthernetReceiver} and {@link EthernetAckReader} are its decoders.
+ * Integers are little-endian.
+ *
+ * <p>Each {@link EthernetConnection} is one TCP connection, dialled by the writing rank to the
+ * listening socket of the peer's {@link EthernetSession}: writes flow from dialler to listener,
+ * acknowledgements back. A pair of ranks connected both ways thus uses two TCP connections.
+ *
+ * <h2>Endpoint info (inside {@link org.jmscclpp.core.Endpoint}, through the bootstrap)</h2>
+ * <pre>
+ *  offset  width  field
+ *       0     32  the listener's session secret (random per communicator)
+ *      32      1  A = address length, 4 (IPv4) or 16 (IPv6)
+ *      33      A  listening address
+ *    33+A      2  listening port
+ * </pre>
+ *
+ * <h2>Memory handle (inside {@link org.jmscclpp.core.RegisteredMemory})</h2>
+ * 8 bytes: the region id the owner's session gave the buffer. Writes name a region and an offset
+ * in it, never a raw address, so a receiver checks a range against a table of its own buffers.
+ *
+ * <h2>Hello: the first {@value #HELLO_BYTES} bytes from dialler to listener</h2>
+ * <pre>
+ *  offset  width  field
+ *       0      4  magic "JMET" (0x4A 0x4D 0x45 0x54)
+ *       4      2  version, {@value #VERSION}
+ *       6      2  reserved, 0
+ *       8     32  the listener's secret, from its endpoint; compared in constant time
+ *      40      4  sender rank (the dialler)
+ *      44      4  receiver rank (the listener)
+ *      48      4  communicator tag of the connection
+ *      52      4  reserved, 0
+ * </pre>
+ * The listener answers an acceptable hello with an {@code ACK} of sequence 0; a wrong one with an
+ * {@code ERROR} frame, then closes.
+ *
+ * <h2>Frames, both directions after the hello</h2>
+ * <pre>
+ *  offset  width  field
+ *       0      1  type: 1 WRITE, 2 TOKEN (dialler to listener); 3 ACK, 4 ERROR (listener to dialler)
+ *       1      3  reserved, 0
+ *       4      4  L = length of the body that follows the header
+ *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE and TOKEN;
+ *                 for ACK the highest sequence applied (every lower one is applied too)
+ *      16      8  region id (WRITE, TOKEN; 0 otherwise)
+ *      24      8  offset in the region (WRITE, TOKEN; 0 otherwise)
+ *      32      L  body: WRITE the bytes, at most {@value #MAX_CHUNK}; TOKEN the 64-bit value
+ *                 (L = 8, offset 8-byte aligned); ACK nothing; ERROR the reason in UTF-8, at most
+ *                 {@value #MAX_REASON}
+ * </pre>
+ * A write larger than {@value #MAX_CHUNK} bytes travels as several WRITE frames. A receiver checks
+ * each header before taking a byte of its body (known type, zero reserved bytes, length within
+ * bounds, region registered here, range inside the region, next sequence number) and on any
+ * failure sends ERROR with the reason and closes that connection only: memory is never touched by
+ * a frame that failed a check.
+ */
+final class EthernetWire {
+
+    static final int MAGIC = 0x54454D4A; // "JMET" read little-endian
+    static final short VERSION = 1;
+    static final int SECRET_BYTES = 32;
+    static final int HELLO_BYTES = 56;
+    static final int HEADER_BYTES = 32;
+    static final int HANDLE_BYTES = 8;
+
+    static final byte WRITE = 1;
+    static final byte TOKEN = 2;
+    static final byte ACK = 3;
+    static final byte ERROR = 4;
+
+    /** Largest WRITE body; writes are cut into chunks of this size. */
+    static final int MAX_CHUNK = 1 << 20;
+    static final int MAX_REASON = 1024;
+
+    private EthernetWire() {
+    }
+
+    // ---- endpoint info
+
+    /** The endpoint info of a listener at {@code address} with {@code secret}. */
+    static byte[] endpointInfo(byte[] secret, InetSocketAddress address) {
+        byte[] ip = address.getAddress().getAddress();
+        ByteBuffer b = ByteBuffer.allocate(SECRET_BYTES + 1 + ip.length + 2).order(ByteOrder.LITTLE_ENDIAN);
+        b.put(secret).put((byte) ip.length).put(ip).putShort((short) address.getPort());
+        return b.array();
+    }
+
+    /** A peer's listener, read from its endpoint info. */
+    record Listener(byte[] secret, InetSocketAddress address) {
+    }
+
+    /** Parses {@link #endpointInfo}; anything else is {@link ErrorCode#INVALID_USAGE}. */
+    static Listener parseEndpointInfo(byte[] info) {
+        ByteBuffer b = ByteBuffer.wrap(info).order(ByteOrder.LITTLE_ENDIAN);
+        if (info.length < SECRET_BYTES + 1) {
+            throw badInfo("only " + info.length + " bytes");
+        }
+        byte[] secret = new byte[SECRET_BYTES];
+        b.get(secret);
+        int a = Byte.toUnsignedInt(b.get());
+        if ((a != 4 && a != 16) || b.remaining() != a + 2) {
+            throw badInfo("address length " + a + " with " + b.remaining() + " bytes left");
+        }
+        byte[] ip = new byte[a];
+        b.get(ip);
+        int port = Short.toUnsignedInt(b.getShort());
+        if (port == 0) {
+            throw badInfo("port 0");
+        }
+        try {
+            return new Listener(secret, new InetSocketAddress(InetAddress.getByAddress(ip), port));
+        } catch (UnknownHostException e) {
+            throw badInfo(e.getMessage());
+        }
+    }
+
+    private static JmscclppException badInfo(String why) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, "malformed ETHERNET endpoint: " + why)
+                .phase("connect").build();
+    }
+
+    // ---- memory handle
+
+    static byte[] handle(long region) {
+        return ByteBuffer.allocate(HANDLE_BYTES).order(ByteOrder.LITTLE_ENDIAN).putLong(region).array();
+    }
+
+    /** The region id of a handle, or null when it is not a handle of this transport. */
+    static @Nullable Long region(byte @Nullable [] handle) {
+        if (handle == null || handle.length != HANDLE_BYTES) {
+            return null;
+        }
+        return ByteBuffer.wrap(handle).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    }
+
+    // ---- hello
+
+    static ByteBuf hello(ByteBufAllocator alloc, byte[] secret, int sender, int receiver, int tag) {
+        ByteBuf out = alloc.buffer(HELLO_BYTES);
+        out.writeIntLE(MAGIC).writeShortLE(VERSION).writeShortLE(0);
+        out.writeBytes(secret, 0, SECRET_BYTES);
+        out.writeIntLE(sender).writeIntLE(receiver).writeIntLE(tag).writeIntLE(0);
+        return out;
+    }
+
+    /** A hello that passed its checks. */
+    record Hello(int sender, int receiver, int tag) {
+    }
+
+    /**
+     * Reads a hello from {@link #HELLO_BYTES} readable bytes; returns why it is unacceptable, or
+     * null with the hello in {@code out[0]}.
+     */
+    static @Nullable String readHello(ByteBuf in, byte[] expectedSecret, Hello[] out) {
+        int magic = in.readIntLE();
+        int version = in.readUnsignedShortLE();
+        int reserved = in.readUnsignedShortLE();
+        byte[] secret = new byte[SECRET_BYTES];
+        in.readBytes(secret);
+        int sender = in.readIntLE();
+        int receiver = in.readIntLE();
+        int tag = in.readIntLE();
+        int reserved2 = in.readIntLE();
+        if (magic != MAGIC) {
+            return "not a jmscclpp ETHERNET connection (magic 0x" + Integer.toHexString(magic) + ")";
+        }
+        if (version != VERSION) {
+            return "protocol version " + version + ", this side speaks " + VERSION;
+        }
+        boolean secretOk = MessageDigest.isEqual(secret, expectedSecret);
+        if (!secretOk) {
+            return "wrong secret (a stale endpoint, another job, or a stray connection)";
+        }
+        if (reserved != 0 || reserved2 != 0) {
+            return "non-zero reserved bytes in the hello";
+        }
+        if (sender < 0 || receiver < 0 || tag < 0) {
+            return "negative rank or tag in the hello (" + sender + ", " + receiver + ", " + tag + ")";
+        }
+        out[0] = new Hello(sender, receiver, tag);
+        return null;
+    }
+
+    // ---- frames
+
+    static void header(ByteBuf out, byte type, int length, long sequence, long region, long offset) {
+        out.writeByte(type).writeByte(0).writeShortLE(0).writeIntLE(length)
+                .writeLongLE(sequence).writeLongLE(region).writeLongLE(offset);
+    }
+
+    static ByteBuf writeHeader(ByteBufAllocator alloc, int length, long sequence, long region, long offset) {
+        ByteBuf out = alloc.directBuffer(HEADER_BYTES);
+        header(out, WRITE, length, sequence, region, offset);
+        return out;
+    }
+
+    static ByteBuf token(ByteBufAllocator alloc, long sequence, long region, long offset, long value) {
+        ByteBuf out = alloc.directBuffer(HEADER_BYTES + Long.BYTES);
+        header(out, TOKEN, Long.BYTES, sequence, region, offset);
+        out.writeLongLE(value);
+        return out;
+    }
+
+    static ByteBuf ack(ByteBufAllocator alloc, long sequence) {
+        ByteBuf out = alloc.buffer(HEADER_BYTES);
+        header(out, ACK, 0, sequence, 0, 0);
+        return out;
+    }
+
+    static ByteBuf error(ByteBufAllocator alloc, String reason) {
+        byte[] text = reason.getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(text.length, MAX_REASON);
+        ByteBuf out = alloc.buffer(HEADER_BYTES + n);
+        header(out, ERROR, n, 0, 0, 0);
+        out.writeBytes(text, 0, n);
+        return out;
+    }
+
+    /** A frame header as read, before its checks. */
+    record Header(byte type, int reserved, int length, long sequence, long region, long offset) {
+    }
+
+    static Header readHeader(ByteBuf in) {
+        byte type = in.readByte();
+        int reserved = in.readUnsignedMediumLE();
+        int length = in.readIntLE();
+        return new Header(type, reserved, length, in.readLongLE(), in.readLongLE(), in.readLongLE());
+    }
+
+    static String typeName(byte type) {
+        return switch (type) {
+            case WRITE -> "WRITE";
+            case TOKEN -> "TOKEN";
+            case ACK -> "ACK";
+            case ERROR -> "ERROR";
+            default -> "unknown type " + Byte.toUnsignedInt(type);
+        };
+    }
+}

@@ -1,0 +1,316 @@
+package org.jmscclpp.bootstrap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.Endpoint;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.InMemoryBootstrap;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.host.HostBackend;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * ETHERNET between two ranks of this JVM (a thread each, an in-memory bootstrap, the host
+ * backend): BasicWrite, PortChannel ping-pong, writes above the chunk size on both the direct and
+ * the staged path, bad input on a rank's port while the job goes on, a dead peer, a flush
+ * deadline; and after each test no event-loop user, thread or socket is left.
+ */
+class EthernetConnectionTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    @TempDir
+    Path dir;
+    private HostBackend backend;
+    private ResourceSnapshot before;
+
+    /**
+     * One session opened and closed first: the JDK and Netty open a few descriptors once per JVM
+     * (interface enumeration, native transport), which are not this test's to count.
+     */
+    @org.junit.jupiter.api.BeforeAll
+    static void warmUp(@TempDir Path warm) {
+        try (HostBackend b = HostBackend.open(warm); EthernetSession s = new EthernetSession(b)) {
+            assertTrue(s.listening().getPort() > 0);
+            try (Socket probe = new Socket()) {
+                probe.connect(s.listening(), 5000);
+            }
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @BeforeEach
+    void open() {
+        before = ResourceSnapshot.quiescent(Duration.ofSeconds(10));
+        backend = HostBackend.open(dir);
+    }
+
+    @AfterEach
+    void leaks() {
+        backend.close();
+        assertEquals(0, EventLoops.users(), "every session gave the event loops back");
+        ResourceSnapshot after = ResourceSnapshot.quiescent(Duration.ofSeconds(10));
+        assertEquals(sockets(before), sockets(after), () -> "sockets left open: " + netTcp());
+    }
+
+    private static String netTcp() {
+        try {
+            return java.nio.file.Files.readString(Path.of("/proc/net/tcp")) + java.nio.file.Files.readString(Path.of("/proc/net/tcp6"));
+        } catch (IOException e) {
+            return e.toString();
+        }
+    }
+
+    private static List<String> sockets(ResourceSnapshot s) {
+        return s.fds().values().stream().filter(v -> v.startsWith("socket:")).sorted().toList();
+    }
+
+    /** Runs {@code body} on both ranks at once, each with its scenario, and closes them. */
+    private void onBothRanks(Consumer<EthernetScenario> body) throws Exception {
+        List<InMemoryBootstrap> boots = InMemoryBootstrap.group(2);
+        List<CompletableFuture<Void>> ranks = new ArrayList<>();
+        for (InMemoryBootstrap b : boots) {
+            ranks.add(CompletableFuture.runAsync(() -> {
+                try (EthernetScenario s = EthernetScenario.open(b, backend)) {
+                    body.accept(s);
+                }
+            }, r -> Thread.ofPlatform().name("rank-" + b.rank()).start(r)));
+        }
+        try {
+            Exception first = null;
+            for (CompletableFuture<Void> f : ranks) {
+                try {
+                    f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    if (first == null) {
+                        first = e;
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        } finally {
+            boots.forEach(InMemoryBootstrap::close);
+        }
+    }
+
+    @Test
+    void basicWriteAndPingPong() throws Exception {
+        onBothRanks(s -> {
+            assertEquals(org.jmscclpp.core.Transport.ETHERNET, s.connection.transport());
+            assertTrue(!s.remote.isMapped() || s.remote.isMapped(), "same process: the peer's memory is its buffer");
+            s.basicWrite();
+            for (int ints : new int[] {1, 1 << 10, 1 << 20}) {
+                s.pingPong(ints, EthernetScenario.turns(ints));
+            }
+        });
+    }
+
+    @Test
+    void writesAboveTheChunkSizeOnTheStagedPath() throws Exception {
+        onBothRanks(s -> {
+            ((EthernetConnection) s.connection).session().forceDevicePaths(true);
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            MemorySegment src = s.source.hostSegment();
+            long n = 5L * EthernetWire.MAX_CHUNK + 3;   // > every staging chunk, odd tail
+            for (long i = 0; i < n; i++) {
+                src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + s.rank));
+            }
+            s.connection.write(s.remote, 1, s.localSource, 0, n);
+            s.connection.flush(EthernetScenario.TIMEOUT).block();
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            MemorySegment got = s.buffer.hostSegment();
+            assertEquals(0, got.get(ValueLayout.JAVA_BYTE, 0), "byte before the range");
+            for (long i = 0; i < n; i++) {
+                if (got.get(ValueLayout.JAVA_BYTE, i + 1) != (byte) (i * 31 + s.peer)) {
+                    throw new AssertionError("rank " + s.rank + ": byte " + i + " differs");
+                }
+            }
+            assertEquals(0, got.get(ValueLayout.JAVA_BYTE, n + 1), "byte after the range");
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            ((EthernetConnection) s.connection).session().forceDevicePaths(false);
+        });
+    }
+
+    private static byte[] hello(byte[] secret) {
+        io.netty.buffer.ByteBuf b = EthernetWire.hello(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, secret, 0, 1, 0);
+        byte[] out = new byte[b.readableBytes()];
+        b.readBytes(out);
+        b.release();
+        return out;
+    }
+
+    private static byte[] frame(byte type, int length, long seq, long region, long offset, int bodyBytes) {
+        ByteBuffer b = ByteBuffer.allocate(EthernetWire.HEADER_BYTES + bodyBytes).order(ByteOrder.LITTLE_ENDIAN);
+        b.put(type).put((byte) 0).putShort((short) 0).putInt(length).putLong(seq).putLong(region).putLong(offset);
+        while (b.hasRemaining()) {
+            b.put((byte) 0x66);
+        }
+        return b.array();
+    }
+
+    /** Sends {@code bytes} to the listener and returns the ERROR reason it answers with before closing. */
+    private static String attack(InetSocketAddress at, byte[]... parts) throws IOException {
+        try (Socket s = new Socket()) {
+            s.connect(at, 5000);
+            s.setSoTimeout(15_000);
+            OutputStream out = s.getOutputStream();
+            for (byte[] p : parts) {
+                out.write(p);
+            }
+            out.flush();
+            DataInputStream in = new DataInputStream(s.getInputStream());
+            String reason = null;
+            byte[] header = new byte[EthernetWire.HEADER_BYTES];
+            while (reason == null) {
+                in.readFully(header);
+                ByteBuffer h = ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN);
+                if (h.get(0) == EthernetWire.ERROR) {
+                    byte[] text = new byte[h.getInt(4)];
+                    in.readFully(text);
+                    reason = new String(text, StandardCharsets.UTF_8);
+                }
+            }
+            InputStream raw = s.getInputStream();
+            assertEquals(-1, raw.read(), "the listener closes after the ERROR frame");
+            return reason;
+        }
+    }
+
+    @Test
+    void badInputIsRejectedWithoutCorruptionAndTheJobGoesOn() throws Exception {
+        onBothRanks(s -> {
+            EthernetSession mine = ((EthernetConnection) s.connection).session();
+            long region = EthernetWire.region(s.local.handle(org.jmscclpp.core.Transport.ETHERNET));
+            MemorySegment b = s.buffer.hostSegment();
+            b.fill((byte) 0x11);
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            if (s.rank == 1) {
+                try {
+                    InetSocketAddress at = mine.listening();
+                    byte[] wrong = mine.secret().clone();
+                    wrong[0] ^= 0x40;
+                    Map<String, byte[][]> attacks = new java.util.LinkedHashMap<>();
+                    List.<Object[]>of(
+                            new Object[] {"not a jmscclpp ETHERNET connection", new byte[][] {new byte[200]}},
+                            new Object[] {"wrong secret", new byte[][] {hello(wrong), frame(EthernetWire.WRITE, 64, 1, region, 0, 64)}},
+                            new Object[] {"a WRITE body is 1 to", new byte[][] {hello(mine.secret()),
+                                    frame(EthernetWire.WRITE, Integer.MAX_VALUE, 1, region, 0, 1024)}},
+                            new Object[] {"outside the region", new byte[][] {hello(mine.secret()),
+                                    frame(EthernetWire.WRITE, 4096, 1, region, EthernetScenario.BUFFER_BYTES - 100, 4096)}},
+                            new Object[] {"no buffer of this process", new byte[][] {hello(mine.secret()),
+                                    frame(EthernetWire.WRITE, 16, 1, region ^ 0x5555, 0, 16)}}).forEach(x -> attacks.put((String) x[0], (byte[][]) x[1]));
+                    for (var e : attacks.entrySet()) {
+                        System.out.println("attack: " + e.getKey());
+                        String reason = attack(at, e.getValue());
+                        assertTrue(reason.contains(e.getKey()), "expected '" + e.getKey() + "' in: " + reason);
+                    }
+                } catch (IOException e) {
+                    throw new AssertionError(e);
+                }
+                for (long i = 0; i < EthernetScenario.BUFFER_BYTES; i++) {
+                    if (b.get(ValueLayout.JAVA_BYTE, i) != 0x11) {
+                        throw new AssertionError("byte " + i + " of rank 1's buffer was changed by an attack");
+                    }
+                }
+            }
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            // the real connections were not disturbed
+            s.basicWrite();
+            s.pingPong(1 << 10, 20);
+        });
+    }
+
+    @Test
+    void aDeadPeerIsARemoteErrorOnFlush() throws Exception {
+        onBothRanks(s -> {
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            if (s.rank == 1) {
+                s.comm.close();   // its session closes the receiving end of rank 0's connection
+            }
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            if (s.rank == 0) {
+                JmscclppException e = assertThrows(JmscclppException.class, () -> {
+                    long until = System.nanoTime() + EthernetScenario.TIMEOUT.toNanos();
+                    // the close reaches this side asynchronously; until it has, writes are still taken
+                    while (System.nanoTime() < until) {
+                        s.connection.write(s.remote, 0, s.localSource, 0, 4096);
+                        s.connection.flush(EthernetScenario.TIMEOUT).block();
+                    }
+                });
+                assertEquals(ErrorCode.REMOTE_ERROR, e.code(), e.getMessage());
+                assertEquals(1, e.peer());
+                assertEquals(0, e.rank());
+            }
+        });
+    }
+
+    @Test
+    void aPeerThatNeverAcknowledgesMakesFlushTimeOut() throws Exception {
+        try (ServerSocket fake = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+             EthernetSession session = new EthernetSession(backend, java.net.InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Socket> accepted = CompletableFuture.supplyAsync(() -> {
+                try {
+                    Socket peer = fake.accept();
+                    peer.getInputStream().readNBytes(EthernetWire.HELLO_BYTES);
+                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 0, 0, 0, 0));
+                    return peer;
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            byte[] secret = new byte[EthernetWire.SECRET_BYTES];
+            Endpoint remote = new Endpoint(org.jmscclpp.core.Transport.ETHERNET, backend.device(), -1, 1, 2,
+                    EthernetWire.endpointInfo(secret, (InetSocketAddress) fake.getLocalSocketAddress()));
+            Endpoint local = session.createEndpoint(EthernetScenario.ETHERNET);
+            try (var buffer = backend.allocate(64);
+                 EthernetConnection c = (EthernetConnection) session.connect(local, remote, new ConnectionContext(3, 4, 5));
+                 Socket peer = accepted.get(10, TimeUnit.SECONDS)) {
+                var mem = org.jmscclpp.core.Communicator.create(InMemoryBootstrap.group(1).getFirst(), backend);
+                try (mem) {
+                    var reg = mem.registerMemory(buffer, org.jmscclpp.core.TransportFlags.of(
+                            org.jmscclpp.core.Transport.ETHERNET));
+                    c.write(reg, 0, reg, 0, 64);
+                    JmscclppException e = assertThrows(JmscclppException.class,
+                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)));
+                    assertEquals(ErrorCode.TIMEOUT, e.code());
+                    assertEquals(3, e.rank());
+                    assertEquals(4, e.peer());
+                    assertEquals(5, e.tag());
+                    assertEquals("flush", e.phase());
+                    reg.close();
+                }
+            }
+        }
+    }
+}

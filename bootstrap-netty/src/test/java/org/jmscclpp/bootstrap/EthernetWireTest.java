@@ -1,0 +1,250 @@
+package org.jmscclpp.bootstrap;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportProvider;
+import org.jmscclpp.core.host.HostBackend;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The frames of {@link EthernetWire} through the listener's decoder ({@link EthernetReceiver}) in
+ * an {@link EmbeddedChannel}: good frames land and are acknowledged, split at any byte; bad ones
+ * (garbage, wrong secret, oversized, out of region, unknown region, out of sequence) get an ERROR
+ * frame and a closed channel, and leave the buffer exactly as it was.
+ */
+class EthernetWireTest {
+
+    private static final ByteBufAllocator ALLOC = ByteBufAllocator.DEFAULT;
+
+    @TempDir
+    Path dir;
+    private HostBackend backend;
+    private EthernetSession session;
+    private DeviceBuffer buffer;
+    private TransportProvider.Registration registration;
+    private long region;
+
+    @BeforeEach
+    void open() {
+        backend = HostBackend.open(dir);
+        session = new EthernetSession(backend, InetAddress.getLoopbackAddress());
+        buffer = backend.allocate(4096);
+        registration = session.registerMemory(buffer, Transport.ETHERNET);
+        region = EthernetWire.region(registration.handle());
+        MemorySegment s = buffer.hostSegment();
+        for (int i = 0; i < 4096; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) 0x5A);
+        }
+    }
+
+    @AfterEach
+    void close() {
+        registration.close();
+        buffer.close();
+        session.close();
+        backend.close();
+        assertEquals(0, EventLoops.users());
+    }
+
+    private EmbeddedChannel channel() {
+        return new EmbeddedChannel(new EthernetReceiver(session, EthernetSession.HANDSHAKE_TIMEOUT_NANOS));
+    }
+
+    private ByteBuf hello(byte[] secret) {
+        return EthernetWire.hello(ALLOC, secret, 1, 0, 7);
+    }
+
+    private ByteBuf write(long seq, long reg, long offset, byte[] body) {
+        ByteBuf b = EthernetWire.writeHeader(ALLOC, body.length, seq, reg, offset);
+        b.writeBytes(body);
+        return b;
+    }
+
+    private static List<EthernetWire.Header> frames(EmbeddedChannel ch, List<String> reasons) {
+        List<EthernetWire.Header> out = new ArrayList<>();
+        for (ByteBuf b; (b = ch.readOutbound()) != null; ) {
+            while (b.isReadable()) {
+                EthernetWire.Header h = EthernetWire.readHeader(b);
+                if (h.type() == EthernetWire.ERROR) {
+                    reasons.add(b.readCharSequence(h.length(), StandardCharsets.UTF_8).toString());
+                }
+                out.add(h);
+            }
+            b.release();
+        }
+        return out;
+    }
+
+    private void assertUntouched() {
+        MemorySegment s = buffer.hostSegment();
+        for (int i = 0; i < 4096; i++) {
+            assertEquals((byte) 0x5A, s.get(ValueLayout.JAVA_BYTE, i), "byte " + i + " was changed");
+        }
+    }
+
+    private static byte[] pattern(int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (seed + i * 7);
+        }
+        return b;
+    }
+
+    @Test
+    void endpointInfoAndHandleRoundTrip() {
+        byte[] secret = pattern(32, 3);
+        InetSocketAddress a = new InetSocketAddress(InetAddress.getLoopbackAddress(), 4242);
+        EthernetWire.Listener l = EthernetWire.parseEndpointInfo(EthernetWire.endpointInfo(secret, a));
+        assertArrayEquals(secret, l.secret());
+        assertEquals(a, l.address());
+        assertEquals(123456789L, EthernetWire.region(EthernetWire.handle(123456789L)));
+        assertNull(EthernetWire.region(new byte[3]));
+    }
+
+    @Test
+    void writesAndTokensLandInOrderAndAreAcknowledged() {
+        EmbeddedChannel ch = channel();
+        byte[] body = pattern(1000, 1);
+        ch.writeInbound(hello(session.secret()));
+        ch.writeInbound(write(1, region, 100, body));
+        ch.writeInbound(EthernetWire.token(ALLOC, 2, region, 2048, 0x1122334455667788L));
+        List<String> reasons = new ArrayList<>();
+        List<EthernetWire.Header> out = frames(ch, reasons);
+        assertEquals(List.of(), reasons);
+        assertEquals(EthernetWire.ACK, out.getFirst().type());
+        assertEquals(0, out.getFirst().sequence(), "the hello is accepted with ACK 0");
+        assertEquals(2, out.getLast().sequence(), "everything applied is acknowledged");
+        MemorySegment s = buffer.hostSegment();
+        assertEquals(-1, MemorySegment.mismatch(s, 100, 1100, MemorySegment.ofArray(body), 0, 1000));
+        assertEquals(0x1122334455667788L, s.get(ValueLayout.JAVA_LONG_UNALIGNED, 2048));
+        assertEquals((byte) 0x5A, s.get(ValueLayout.JAVA_BYTE, 99));
+        assertEquals((byte) 0x5A, s.get(ValueLayout.JAVA_BYTE, 1100));
+        assertTrue(ch.isActive());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void framesSplitAtEveryByteStillLand() {
+        EmbeddedChannel ch = channel();
+        byte[] body = pattern(300, 9);
+        ByteBuf all = Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 7, body),
+                EthernetWire.token(ALLOC, 2, region, 8, 99));
+        while (all.isReadable()) {
+            ch.writeInbound(all.readRetainedSlice(1));
+        }
+        all.release();
+        List<String> reasons = new ArrayList<>();
+        assertEquals(2, frames(ch, reasons).getLast().sequence());
+        assertEquals(List.of(), reasons);
+        // the token at 8 overwrote bytes 8..15 of the write, after it: order holds
+        assertEquals(99L, buffer.hostSegment().get(ValueLayout.JAVA_LONG_UNALIGNED, 8));
+        assertEquals(body[0], buffer.hostSegment().get(ValueLayout.JAVA_BYTE, 7));
+        assertEquals(body[299], buffer.hostSegment().get(ValueLayout.JAVA_BYTE, 306));
+        ch.finishAndReleaseAll();
+    }
+
+    private void assertRejected(EmbeddedChannel ch, String expected) {
+        List<String> reasons = new ArrayList<>();
+        frames(ch, reasons);
+        assertEquals(1, reasons.size(), "one ERROR frame: " + reasons);
+        assertTrue(reasons.getFirst().contains(expected), reasons.getFirst());
+        assertFalse(ch.isActive(), "the connection is closed");
+        ch.finishAndReleaseAll();
+        assertUntouched();
+    }
+
+    @Test
+    void garbageIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(pattern(200, 77)));
+        assertRejected(ch, "not a jmscclpp ETHERNET connection");
+    }
+
+    @Test
+    void aWrongSecretIsRejectedBeforeAnyWrite() {
+        EmbeddedChannel ch = channel();
+        byte[] wrong = session.secret().clone();
+        wrong[31] ^= 1;
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(wrong), write(1, region, 0, pattern(64, 1))));
+        assertRejected(ch, "wrong secret");
+    }
+
+    @Test
+    void anOversizedWriteIsRejected() {
+        EmbeddedChannel ch = channel();
+        ByteBuf h = EthernetWire.writeHeader(ALLOC, EthernetWire.MAX_CHUNK + 1, 1, region, 0);
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), h, Unpooled.wrappedBuffer(pattern(4096, 2))));
+        assertRejected(ch, "a WRITE body is 1 to");
+    }
+
+    @Test
+    void anOutOfRegionWriteIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 4000, pattern(200, 3))));
+        assertRejected(ch, "outside the region of 4096 bytes");
+    }
+
+    @Test
+    void aNegativeOffsetIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, -8, pattern(8, 3))));
+        assertRejected(ch, "outside the region");
+    }
+
+    @Test
+    void anUnknownRegionIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region + 1000, 0, pattern(8, 3))));
+        assertRejected(ch, "no buffer of this process is registered");
+    }
+
+    @Test
+    void aClosedRegistrationIsNoLongerWritable() {
+        registration.close();
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 0, pattern(8, 3))));
+        assertRejected(ch, "no buffer of this process is registered");
+    }
+
+    @Test
+    void aSkippedSequenceNumberIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(2, region, 0, pattern(8, 3))));
+        assertRejected(ch, "sequence number 2, expected 1");
+    }
+
+    @Test
+    void aMisalignedTokenIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), EthernetWire.token(ALLOC, 1, region, 4, 1)));
+        assertRejected(ch, "8-byte aligned");
+    }
+
+    @Test
+    void anAckFromTheDiallerIsRejected() {
+        EmbeddedChannel ch = channel();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), EthernetWire.ack(ALLOC, 1)));
+        assertRejected(ch, "WRITE and TOKEN frames only");
+    }
+}
