@@ -14,7 +14,10 @@ import org.jspecify.annotations.Nullable;
  * <p>The collective owns its {@link #input()} and {@link #output()} buffers, each
  * {@link #maxSize()} bytes (S in {@link CollectiveKind}'s sense). Callers fill the input (and, for
  * in-place runs, the output slice the kind names) through the backend's copies before enqueueing,
- * and read the output after {@link #synchronize}.
+ * and read the output after {@link #synchronize}. A peer's run may write into this rank's output as
+ * soon as the peer enqueued it (put-based algorithms start without a handshake, as MSCCL++'s do):
+ * whatever a caller writes into its output must have landed, on every rank, before any rank
+ * enqueues the run.
  *
  * <p>On the CUDA backend {@link #enqueue} only enqueues on {@link #stream()} and returns; every
  * piece of state one run hands to the next (packet flags, semaphore expectations, scratch halves)

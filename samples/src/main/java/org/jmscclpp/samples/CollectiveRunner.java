@@ -21,7 +21,8 @@ import org.jmscclpp.nativebridge.CudaStream;
  * kind has it):
  * <ol>
  *   <li>{@code checkIters} checks, each after a barrier and with a fresh seed that rank 0 draws and
- *       broadcasts over the bootstrap: {@link CollectiveData#prepare}, one enqueue, synchronize,
+ *       broadcasts over the bootstrap: {@link CollectiveData#prepare}, synchronize, a barrier (so no
+ *       peer's run writes into an output before its poison landed), one enqueue, synchronize,
  *       {@link CollectiveData#check}; the wrong elements of every check are summed over the ranks;</li>
  *   <li>the timing: {@code warmup} enqueues and a synchronize, a barrier, then {@code iters}
  *       enqueues back to back and one synchronize; time = wall time / iters ({@link Timing}
@@ -153,6 +154,10 @@ final class CollectiveRunner {
                     barrier(setup, "check " + size);
                     long seed = agreeOnSeed(setup);
                     data.prepare(count, plan.type(), inPlace, seed);
+                    // a peer's run may write into this rank's output as soon as it starts (a put-based
+                    // allgather has no handshake first): every rank's poison must have landed before any run
+                    c.synchronize(setup.timeout());
+                    barrier(setup, "prepared " + size);
                     c.enqueue(count, plan.type(), inPlace);
                     c.synchronize(setup.timeout());
                     wrong += data.check(count, plan.type(), inPlace, seed);

@@ -18,7 +18,7 @@ import org.jmscclpp.nativebridge.KernelArgs;
  * The {@code memory} algorithm of allgather, alltoall and sendrecv on the CUDA backend: one
  * {@link MemoryChannel} per peer (dst: the peer's output, mapped here over {@code CUDA_IPC}); the
  * kernels of {@code collectives.cu} store the data straight into the peers' outputs with 16-byte
- * stores from up to {@value CudaCollectiveBase#MAX_BLOCKS} blocks, then every block signals every
+ * stores from up to {@link CudaCollectiveBase#MAX_BLOCKS} blocks, then every block signals every
  * peer and block 0 waits for all of every peer's blocks, so a run ends only when every slice meant
  * for this rank has landed.
  *

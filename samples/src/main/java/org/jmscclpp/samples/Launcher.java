@@ -302,6 +302,9 @@ public final class Launcher {
             // lines are decoded as UTF-8 below, whatever the locale says
             command.add("-Dstdout.encoding=UTF-8");
             command.add("-Dstderr.encoding=UTF-8");
+            // the launcher's own tuning properties (-Djmscclpp.*, JMSCCLPP_JAVA_OPTS) hold for every rank
+            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("jmscclpp.")).sorted()
+                    .forEach(k -> command.add("-D" + k + "=" + System.getProperty(k)));
             command.addAll(b.jvmArgs);
             command.add("-cp");
             command.add(System.getProperty("java.class.path"));

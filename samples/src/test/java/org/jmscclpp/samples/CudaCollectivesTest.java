@@ -80,6 +80,7 @@ class CudaCollectivesTest {
         long perBlock = (long) CudaCollectiveBase.THREADS * CudaCollectiveBase.UNROLL * 16;
         assertEquals(1, CudaCollectiveBase.grid(perBlock).blocks());
         assertEquals(2, CudaCollectiveBase.grid(perBlock + 1).blocks());
+        assertEquals(CudaCollectiveBase.SMALL_GRID_BLOCKS, CudaCollectiveBase.grid(64L << 20).blocks());
         assertEquals(CudaCollectiveBase.MAX_BLOCKS, CudaCollectiveBase.grid(1L << 30).blocks());
         assertTrue(CudaCollectiveBase.THREADS >= CudaCollectiveBase.MAX_RANKS - 1, "a thread per peer in block 0");
     }
