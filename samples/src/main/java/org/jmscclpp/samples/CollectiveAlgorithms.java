@@ -38,14 +38,14 @@ final class CollectiveAlgorithms {
                 + " peer's output from many blocks, then signal and wait per block", CudaMemoryCollective::allGather);
         add(CollectiveKind.ALLGATHER, "cuda", CudaPortCollective.ALGORITHM, "PortChannel: one thread per peer puts "
                 + "with a signal through the proxy, waits, flushes", CudaPortCollective::allGather);
-        add(CollectiveKind.ALLTOALL, "cuda", CudaPortCollective.ALGORITHM, "PortChannel localAlltoall: chunk p to slot"
-                + " rank of peer p by putWithSignal, own chunk by a device copy", CudaPortCollective::allToAll);
         add(CollectiveKind.ALLTOALL, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: chunk p stored into slot "
                 + "rank of peer p's output, then signal and wait per block", CudaMemoryCollective::allToAll);
-        add(CollectiveKind.SENDRECV, "cuda", CudaPortCollective.ALGORITHM, "PortChannel: putWithSignal to rank+1, wait"
-                + " for rank-1, flush", CudaPortCollective::sendRecv);
+        add(CollectiveKind.ALLTOALL, "cuda", CudaPortCollective.ALGORITHM, "PortChannel localAlltoall: chunk p to slot"
+                + " rank of peer p by putWithSignal, own chunk by a device copy", CudaPortCollective::allToAll);
         add(CollectiveKind.SENDRECV, "cuda", CudaMemoryCollective.ALGORITHM, "MemoryChannel: stores into rank+1's "
                 + "output, signal per block, wait for rank-1's blocks", CudaMemoryCollective::sendRecv);
+        add(CollectiveKind.SENDRECV, "cuda", CudaPortCollective.ALGORITHM, "PortChannel: putWithSignal to rank+1, wait"
+                + " for rank-1, flush", CudaPortCollective::sendRecv);
         add(CollectiveKind.ALLREDUCE, "cuda", "auto", "ll16 up to "
                 + ByteSizes.label(CudaAllReduce.DEFAULT_LL_MAX_BYTES) + " (-D" + CudaAllReduce.THRESHOLD_PROPERTY
                 + "), rsag above",

@@ -20,8 +20,8 @@ class CudaCollectivesTest {
     @Test
     void everyMovingKindHasMemoryAndPortOnCudaWithTheDefaultsTheIssueAsksFor() {
         assertEquals(List.of("memory", "port"), algorithms(CollectiveKind.ALLGATHER));
-        assertEquals(List.of("port", "memory"), algorithms(CollectiveKind.ALLTOALL));
-        assertEquals(List.of("port", "memory"), algorithms(CollectiveKind.SENDRECV));
+        assertEquals(List.of("memory", "port"), algorithms(CollectiveKind.ALLTOALL));
+        assertEquals(List.of("memory", "port"), algorithms(CollectiveKind.SENDRECV));
         assertTrue(CollectiveAlgorithms.find(CollectiveKind.ALLGATHER, "cuda", "port").isPresent());
     }
 
