@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
 final class EthernetBench {
 
     static final String SYNOPSIS =
-            "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 100] [--warmup 10] [--turns 1000]";
+            "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 200] [--warmup 200] [--turns 5000]";
 
     /** ETHERNET GB/s over raw TCP GB/s that the target asks for, from {@link #TARGET_FROM} bytes up. */
     static final double TARGET = 0.8;

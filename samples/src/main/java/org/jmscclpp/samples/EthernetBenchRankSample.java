@@ -16,11 +16,14 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.Host2HostSemaphore;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.Waiting;
 import org.jmscclpp.core.host.HostBackend;
 
 /**
@@ -36,8 +39,9 @@ import org.jmscclpp.core.host.HostBackend;
  *       its buffer and answers; then the same iterations over the raw socket, rank 1 reading each
  *       transfer into the same buffer and acking it;</li>
  *   <li>ping-pong of one int: {@code turns} round trips of write 4 bytes + {@code signal} (an
- *       {@code updateAndSync}) / {@code wait}, then as many over the raw socket; each after a
- *       tenth as many untimed turns, and each turn's int checked by its receiver.</li>
+ *       {@code updateAndSync}) / wait for the peer's signal on the calling thread, then as many
+ *       over the raw socket; each after as many untimed turns, and each turn's int checked by its
+ *       receiver.</li>
  * </ol>
  * Rank 0 prints, for the parent ({@link EthernetBench}) to parse:
  * <pre>
@@ -67,8 +71,13 @@ final class EthernetBenchRankSample implements Sample {
             return out;
         }
 
+        /**
+         * Untimed turns before the timed ones: as many. The ETHERNET path runs through Netty and
+         * Reactor code that the JIT compiles only after thousands of round trips (a cold run
+         * measured 5 to 10 times slower); the raw socket's few methods warm at once.
+         */
         int warmupTurns() {
-            return Math.max(1, turns / 10);
+            return turns;
         }
     }
 
@@ -200,10 +209,10 @@ final class EthernetBenchRankSample implements Sample {
                 mine.set(ValueLayout.JAVA_INT, 4, 2 * i);
                 connection.write(remote, 0, local, 4, Integer.BYTES);
                 sem.signal();
-                Blocking.done(sem.wait(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), rank, "ping-pong turn " + i);
+                awaitSignal(sem, rank, i);
                 expect(mine, 2 * i + 1, i);
             } else {
-                Blocking.done(sem.wait(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), rank, "ping-pong turn " + i);
+                awaitSignal(sem, rank, i);
                 expect(mine, 2 * i, i);
                 mine.set(ValueLayout.JAVA_INT, 4, 2 * i + 1);
                 connection.write(remote, 0, local, 4, Integer.BYTES);
@@ -211,6 +220,18 @@ final class EthernetBenchRankSample implements Sample {
             }
         }
         return System.nanoTime() - t0;
+    }
+
+    /**
+     * Waits on this thread for the peer's signal ({@link Waiting#await}: a short spin, then parks that
+     * the ETHERNET receiver cuts short), at most {@link #OP_TIMEOUT}: the raw socket's reader also
+     * waits on its own thread, so the two columns compare transports rather than thread hand-offs.
+     */
+    private static void awaitSignal(Host2HostSemaphore sem, int rank, int turn) {
+        if (!Waiting.await(sem::poll, Waiting.deadline(OP_TIMEOUT))) {
+            throw JmscclppException.builder(ErrorCode.TIMEOUT, "no signal for ping-pong turn " + turn + " within "
+                    + OP_TIMEOUT.toSeconds() + " s").rank(rank).peer(1 - rank).phase("ping-pong").build();
+        }
     }
 
     /** The same ping-pong over the raw socket. */
@@ -252,9 +273,9 @@ final class EthernetBenchRankSample implements Sample {
     static Options parse(List<String> args) {
         long min = 1 << 10;
         long max = 64 << 20;
-        int iters = 100;
-        int warmup = 10;
-        int turns = 1000;
+        int iters = 200;
+        int warmup = 200;
+        int turns = 5000;
         for (int i = 0; i < args.size(); i += 2) {
             String opt = args.get(i);
             String v = BenchArgs.value(args, i);

@@ -54,10 +54,10 @@ class EthernetBenchTest {
     @Test
     void defaultsAndSizes() {
         EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
-        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 100, 10, 1000), o);
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 200, 200, 5000), o);
         assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
                 64L << 20), o.sizes());
-        assertEquals(100, o.warmupTurns());
+        assertEquals(5000, o.warmupTurns());
         assertEquals(EthernetBenchRankSample.MIN_ITERS, EthernetBenchRankSample.itersFor(1L << 30, 100));
         assertEquals(8, EthernetBenchRankSample.itersFor(64L << 20, 100));
     }
