@@ -73,7 +73,7 @@ public final class Main {
             case "ethernet" -> EthernetBench.run(rest, out, err);
             case "proxy" -> ProxyBench.run(rest, out, err);
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, ethernet, proxy");
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
                 err.println("       " + EthernetBench.SYNOPSIS);

@@ -49,6 +49,9 @@ class EthernetBenchTest {
         assertEquals(Main.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(EthernetBench.SYNOPSIS), r.err());
         assertTrue(MainRun.of("help").out().contains(EthernetBench.SYNOPSIS.substring("jmscclpp ".length())));
+        MainRun which = MainRun.of("bench", "nope");
+        assertTrue(which.err().contains("bootstrap, write, proxy, ethernet") && which.err().contains(EthernetBench.SYNOPSIS),
+                which.err());
     }
 
     @Test
