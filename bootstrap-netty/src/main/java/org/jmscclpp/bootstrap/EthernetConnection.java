@@ -5,6 +5,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -12,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,6 +29,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
@@ -308,6 +311,12 @@ final class EthernetConnection implements Connection {
                 return;
             }
             long target = sent;
+            Channel ch = channel;
+            if (ch == null) {
+                sink.error(ConnectionChecks.invalid(context, "flush", "the connection is not connected"));
+                return;
+            }
+            Waiter w = new Waiter(target, sink);
             synchronized (waiters) {
                 JmscclppException f = failure;
                 if (f != null) {
@@ -318,17 +327,40 @@ final class EthernetConnection implements Connection {
                     sink.success();
                     return;
                 }
-                Waiter w = new Waiter(target, sink);
                 waiters.add(w);
-                sink.onDispose(() -> {
-                    synchronized (waiters) {
-                        waiters.remove(w);
-                    }
-                });
             }
-        }).timeout(timeout, Mono.defer(() -> Mono.error(error(ErrorCode.TIMEOUT, "flush", "the peer did not "
-                + "acknowledge every write within " + timeout.toMillis() + " ms (sent " + sent + " frames, "
-                + acked + " acknowledged)"))));
+            // The deadline runs on the connection's own event loop, which completes the flush too:
+            // Reactor's timeout() would arm and disarm a timer on its parallel scheduler for every
+            // flush, two wake-ups of another thread per round trip (measured: most of the ETHERNET
+            // ping-pong's time on a busy 2-core host). A far deadline scheduled from outside the
+            // loop does not wake it, and cancelling it from the loop is a heap removal.
+            ScheduledFuture<?> deadline;
+            try {
+                deadline = ch.eventLoop().schedule(() -> {
+                    if (dropWaiter(w)) {
+                        sink.error(error(ErrorCode.TIMEOUT, "flush", "the peer did not acknowledge every write "
+                                + "within " + timeout.toMillis() + " ms (sent " + sent + " frames, " + acked
+                                + " acknowledged)"));
+                    }
+                }, Waiting.bounded(timeout).toNanos(), TimeUnit.NANOSECONDS);
+            } catch (RejectedExecutionException e) {
+                // the event loops are shutting down: the session is closing under this flush
+                if (dropWaiter(w)) {
+                    sink.error(ConnectionChecks.invalid(context, "flush", "the connection is closing"));
+                }
+                return;
+            }
+            sink.onDispose(() -> {
+                deadline.cancel(false);
+                dropWaiter(w);
+            });
+        });
+    }
+
+    private boolean dropWaiter(Waiter w) {
+        synchronized (waiters) {
+            return waiters.remove(w);
+        }
     }
 
     /** An ACK arrived; returns why it is wrong, or null. Runs on the event loop. */

@@ -16,6 +16,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.Waiting;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -60,6 +61,8 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     private @Nullable MemorySegment target;
     private @Nullable ByteBuf gathered;
 
+    /** Whether this read stored a frame: waiters of this process are woken once at its end. */
+    private boolean stored;
     private long expectedSequence = 1;
     /** Highest sequence applied; event-loop confined. */
     private long applied;
@@ -107,6 +110,10 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
             reject(ctx, "cannot apply frame " + sequence + ": " + e);
         } finally {
             in.release();
+            if (stored) {
+                stored = false;
+                Waiting.wake();
+            }
         }
     }
 
@@ -237,12 +244,14 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
             if (offloadFrames == 0 && r.buffer().hostAccessible() && !session.offloadAlways()) {
                 storeToken(r.buffer(), bodyOffset, value);
                 applied = seq;
+                stored = true;
             } else {
                 long off = bodyOffset;
                 submit(ctx, seq, 0, () -> storeToken(r.buffer(), off, value));
             }
         } else if (body == null) {
             applied = seq;
+            stored = true;
         } else {
             long off = bodyOffset;
             int bytes = body.readableBytes();
@@ -303,6 +312,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
                     return;
                 }
                 applied = seq;
+                Waiting.wake();
                 if (offloadBytes < OFFLOAD_LOW && !ctx.channel().config().isAutoRead()) {
                     ctx.channel().config().setAutoRead(true);
                 }

@@ -1,6 +1,8 @@
 package org.jmscclpp.core;
 
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -35,6 +37,15 @@ public final class Waiting {
     static final Scheduler VIRTUAL = Schedulers.fromExecutor(
             task -> Thread.ofVirtual().name("jmscclpp-wait").start(task));
 
+    /**
+     * Threads parked in {@link #await} right now. A transport that stores memory from a thread of
+     * this process (the ETHERNET receiver on its event loop) calls {@link #wake()}, so a waiter
+     * looks again at once instead of when its park step ends: a park is never shorter than the
+     * kernel's timer slack (50 µs on Linux), and on a small busy host the steps decided most of an
+     * ETHERNET round trip.
+     */
+    private static final Set<Thread> PARKED = ConcurrentHashMap.newKeySet();
+
     /** Longest wait: longer timeouts are cut to it, so deadline arithmetic never overflows. */
     static final Duration MAX_WAIT = Duration.ofDays(365);
 
@@ -57,21 +68,50 @@ public final class Waiting {
      */
     public static boolean await(BooleanSupplier condition, long deadlineNanos) {
         Backoff backoff = new Backoff(MAX_PARK_NANOS);
-        while (true) {
-            if (condition.getAsBoolean()) {
-                return true;
+        Thread self = null;
+        try {
+            while (true) {
+                if (condition.getAsBoolean()) {
+                    return true;
+                }
+                if (backoff.spinning()) {
+                    continue;
+                }
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                if (Thread.currentThread().isInterrupted()) {
+                    return condition.getAsBoolean();
+                }
+                if (self == null) {
+                    // registered once, when the spinning is over; looked at again after registering,
+                    // since a wake() between the look above and the add would otherwise be missed
+                    self = Thread.currentThread();
+                    PARKED.add(self);
+                    continue;
+                }
+                backoff.park(left);
             }
-            if (backoff.spinning()) {
-                continue;
+        } finally {
+            if (self != null) {
+                PARKED.remove(self);
             }
-            long left = deadlineNanos - System.nanoTime();
-            if (left <= 0) {
-                return false;
+        }
+    }
+
+    /**
+     * Unparks every thread waiting in {@link #await} (and so in the waits built on it: semaphores,
+     * port channels, packets), which then look at their conditions again. For transports that
+     * write this process's memory from one of its own threads, after each batch of stores. Any
+     * thread; costs one read when nobody waits. Public for the transports in other modules; not
+     * an application API.
+     */
+    public static void wake() {
+        if (!PARKED.isEmpty()) {
+            for (Thread t : PARKED) {
+                LockSupport.unpark(t);
             }
-            if (Thread.currentThread().isInterrupted()) {
-                return condition.getAsBoolean();
-            }
-            backoff.park(left);
         }
     }
 

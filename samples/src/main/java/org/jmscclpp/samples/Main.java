@@ -14,6 +14,7 @@ import org.jmscclpp.core.JmscclppException;
  * jmscclpp SAMPLE [args...]                                run one rank; who it is comes from the environment
  * jmscclpp bench bootstrap [options]                       TcpBootstrap latency table
  * jmscclpp bench write [options]                           HOST_IPC write bandwidth beside an in-process copy
+ * jmscclpp bench ethernet [options]                        ETHERNET bandwidth and ping-pong beside raw TCP
  * jmscclpp bench proxy [options]                           proxy pollers, triggers and PortChannel ping-pong beside C
  * jmscclpp bench proxy --backend cuda [options]            the GPU paths between two GPUs beside MSCCL++ C++ 0.10
  * jmscclpp bench coll [options]                            a collective's sweep in nccl-tests' style, beside NCCL
@@ -71,13 +72,15 @@ public final class Main {
         return switch (which) {
             case "bootstrap" -> BootstrapBench.run(rest, out, err);
             case "write" -> WriteBench.run(rest, out, err);
+            case "ethernet" -> EthernetBench.run(rest, out, err);
             case "proxy" -> ProxyBench.run(rest, out, err);
             case "coll" -> CollBench.run(rest, out, err);
             case "plot" -> CollBench.plot(rest, out, err);
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, coll, plot");
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, coll, plot, ethernet");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
+                err.println("       " + EthernetBench.SYNOPSIS);
                 err.println("       " + ProxyBench.SYNOPSIS);
                 err.println("       " + CudaProxyBench.SYNOPSIS);
                 err.println("       " + CollOptions.SYNOPSIS);
@@ -148,6 +151,8 @@ public final class Main {
         sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
         sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      HOST_IPC write bandwidth between two processes, beside an in-process copy of the same sizes\n");
+        sb.append("  jmscclpp ").append(EthernetBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
+        sb.append("      ETHERNET write bandwidth and 1-int ping-pong between two processes, beside a raw TCP socket pair\n");
         sb.append("  jmscclpp ").append(ProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      ProxyService and PortChannel between two processes: virtual- beside platform-thread poller\n");
         sb.append("      (trigger cost, triggers/s, ping-pong 1 to 4M ints), ping-pong beside a C shared-memory floor\n");

@@ -36,6 +36,8 @@ final class Samples {
                 true, new BenchRankSample()));
         add(new Entry(WriteBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench write'", true,
                 new WriteBenchRankSample()));
+        add(new Entry(EthernetBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench ethernet'", true,
+                new EthernetBenchRankSample()));
         add(new Entry(ProxyBenchRankSample.NAME, "one of the two ranks of 'jmscclpp bench proxy'", true,
                 new ProxyBenchRankSample()));
         add(new Entry(CollBenchRankSample.NAME, "one rank of 'jmscclpp bench coll'", true,
