@@ -77,7 +77,7 @@ public final class Main {
             case "coll" -> CollBench.run(rest, out, err);
             case "plot" -> CollBench.plot(rest, out, err);
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, coll, plot, ethernet");
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet, coll, plot");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
                 err.println("       " + EthernetBench.SYNOPSIS);

@@ -51,7 +51,10 @@ class HostCollectivesTest {
         for (int n : new int[] {2, 3, 4}) {
             for (CollectiveKind kind : CollectiveKind.values()) {
                 for (CollectiveAlgorithms.Entry e : CollectiveAlgorithms.of(kind, "host")) {
-                    all.add(Arguments.of(n, kind, e.algorithm()));
+                    // other test classes of this JVM may have registered TestCollectives (one corrupts on purpose)
+                    if (!e.algorithm().startsWith("test-")) {
+                        all.add(Arguments.of(n, kind, e.algorithm()));
+                    }
                 }
             }
         }

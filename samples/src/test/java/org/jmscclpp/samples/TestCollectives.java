@@ -133,7 +133,8 @@ final class TestCollectives {
 
         private static void write(MemorySegment s, long i, DataType type, double v) {
             switch (type) {
-                case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, (int) v);
+                // through long, so the sum wraps as int32 sums do ((int) of a double saturates)
+                case INT32 -> s.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, (int) (long) v);
                 case FLOAT32 -> s.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) v);
                 case FLOAT16 -> s.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16((float) v));
                 case BFLOAT16 -> {
