@@ -9,7 +9,6 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.LL16Packet;
 import org.jmscclpp.core.MemoryChannel;
 import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -33,19 +32,14 @@ import reactor.core.publisher.Mono;
  *   <li>{@code auto}: {@code ll16} up to {@value #AUTO_LL16_LIMIT} bytes, {@code rsag} above.</li>
  * </ul>
  */
-final class HostAllReduce implements Collective {
+final class HostAllReduce extends HostCollective {
 
     enum Mode { LL16, RSAG, AUTO }
 
     static final int LL16_CHUNK = 1 << 16;
     static final long AUTO_LL16_LIMIT = 1 << 16;
 
-    private final HostLinks links;
     private final Mode mode;
-    private final long maxSize;
-    private final DeviceBuffer input;
-    private final DeviceBuffer output;
-    private final List<AutoCloseable> owned = new ArrayList<>();
     private final List<Integer> peers;
     // ll16
     private final List<MemoryChannel.DeviceHandle> sendFromInput = new ArrayList<>();
@@ -61,16 +55,14 @@ final class HostAllReduce implements Collective {
     private long scratchSlot;
 
     HostAllReduce(CollectiveSetup setup, Mode mode) {
-        this.links = new HostLinks(setup, "the host allreduce");
+        super(setup, CollectiveKind.ALLREDUCE, mode.name().toLowerCase(java.util.Locale.ROOT), "allreduce");
         this.mode = mode;
-        this.maxSize = setup.maxSize();
         this.peers = links.peers();
         int n = links.n;
-        this.input = own(links.allocate(maxSize));
+        long maxSize = setup.maxSize();
         try {
-            this.output = own(links.allocate(maxSize));
-            RegisteredMemory in = own(links.register(input));
-            RegisteredMemory out = own(links.register(output));
+            RegisteredMemory in = own(links.register(input()));
+            RegisteredMemory out = own(links.register(output()));
             boolean ll16 = mode != Mode.RSAG;
             boolean rsag = mode != Mode.LL16;
             RegisteredMemory packets = null;
@@ -120,39 +112,8 @@ final class HostAllReduce implements Collective {
                 }
             }
         } catch (RuntimeException e) {
-            HostCollectives.closeAfterFailure(owned, e);
-            throw e;
+            throw failed(e);
         }
-    }
-
-    private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
-    }
-
-    @Override
-    public CollectiveKind kind() {
-        return CollectiveKind.ALLREDUCE;
-    }
-
-    @Override
-    public String algorithm() {
-        return mode.name().toLowerCase(java.util.Locale.ROOT);
-    }
-
-    @Override
-    public long maxSize() {
-        return maxSize;
-    }
-
-    @Override
-    public DeviceBuffer input() {
-        return input;
-    }
-
-    @Override
-    public DeviceBuffer output() {
-        return output;
     }
 
     @Override
@@ -173,10 +134,10 @@ final class HostAllReduce implements Collective {
         int n = links.n;
         int w = type.bytes();
         long total = count * w;
-        long chunk = Math.min(LL16_CHUNK, (maxSize + 7) & ~7L);
+        long chunk = Math.min(LL16_CHUNK, (maxSize() + 7) & ~7L);
         long region = LL16Packet.bufferBytes(chunk);
         Duration timeout = links.timeout;
-        MemorySegment out = output.hostSegment();
+        MemorySegment out = output().hostSegment();
         MemorySegment received = java.util.Objects.requireNonNull(unpacked).hostSegment();
         List<MemoryChannel.DeviceHandle> send = inPlace ? sendFromOutput : sendFromInput;
         for (long off = 0; off < total; off += chunk) {
@@ -188,7 +149,7 @@ final class HostAllReduce implements Collective {
                 send.get(i).putPackets((half * (long) n + links.rank) * region, off, padded, f);
             }
             if (!inPlace) {
-                links.backend.copy(output, off, input, off, len);
+                links.backend.copy(output(), off, input(), off, len);
             }
             for (int i = 0; i < peers.size(); i++) {
                 int peer = peers.get(i);
@@ -218,9 +179,9 @@ final class HostAllReduce implements Collective {
         Duration timeout = links.timeout;
         HostLinks.ready(putOutput, timeout);
         if (!inPlace && bytes > 0) {
-            links.backend.copy(output, offset, input, offset, bytes);
+            links.backend.copy(output(), offset, input(), offset, bytes);
         }
-        MemorySegment out = output.hostSegment();
+        MemorySegment out = output().hostSegment();
         MemorySegment gathered = java.util.Objects.requireNonNull(scratch).hostSegment();
         List<MemoryChannel.DeviceHandle> get = inPlace ? getOutput : getInput;
         for (int i = 0; i < peers.size(); i++) {
@@ -240,18 +201,4 @@ final class HostAllReduce implements Collective {
         }
     }
 
-    @Override
-    public void synchronize(Duration timeout) {
-        // enqueue ran the operation to its end on the calling thread
-    }
-
-    @Override
-    public @Nullable CudaStream stream() {
-        return null;
-    }
-
-    @Override
-    public void close() {
-        HostCollectives.closeAll(owned, links.rank, "allreduce close");
-    }
 }

@@ -5,13 +5,10 @@ import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.PortChannel;
 import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.nativebridge.CudaStream;
-import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -29,31 +26,18 @@ import reactor.core.publisher.Mono;
  *   <li>sendrecv: the input into the output of rank + 1; the output filled by rank − 1.</li>
  * </ul>
  */
-final class HostPortCollective implements Collective {
+final class HostPortCollective extends HostCollective {
 
-    private final CollectiveKind kind;
-    private final HostLinks links;
-    private final long maxSize;
-    private final DeviceBuffer input;
-    private final DeviceBuffer output;
-    private final List<AutoCloseable> owned = new ArrayList<>();
     /** Channels to the ranks this one writes to. */
     private final List<PortChannel> targets = new ArrayList<>();
     /** Channels to the ranks that write here. */
     private final List<PortChannel> sources = new ArrayList<>();
 
     HostPortCollective(CollectiveSetup setup, CollectiveKind kind) {
-        if (kind == CollectiveKind.ALLREDUCE) {
-            throw new IllegalArgumentException("the port algorithms move data; allreduce is HostAllReduce's");
-        }
-        this.kind = kind;
-        this.links = new HostLinks(setup, "the host " + kind.label());
-        this.maxSize = setup.maxSize();
-        this.input = own(links.allocate(maxSize));
+        super(setup, portKind(kind), "port", kind.label());
         try {
-            this.output = own(links.allocate(maxSize));
-            RegisteredMemory in = own(links.register(input));
-            RegisteredMemory out = own(links.register(output));
+            RegisteredMemory in = own(links.register(input()));
+            RegisteredMemory out = own(links.register(output()));
             ProxyService proxy = own(ProxyService.builder(links.backend).build());
             MemoryId src = proxy.addMemory(kind == CollectiveKind.ALLGATHER ? out : in);
             int n = links.n;
@@ -76,39 +60,15 @@ final class HostPortCollective implements Collective {
             readFrom.forEach(p -> sources.add(channels.get(p)));
             proxy.start();
         } catch (RuntimeException e) {
-            HostCollectives.closeAfterFailure(owned, e);
-            throw e;
+            throw failed(e);
         }
     }
 
-    private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
-    }
-
-    @Override
-    public CollectiveKind kind() {
+    private static CollectiveKind portKind(CollectiveKind kind) {
+        if (kind == CollectiveKind.ALLREDUCE) {
+            throw new IllegalArgumentException("the port algorithms move data; allreduce is HostAllReduce's");
+        }
         return kind;
-    }
-
-    @Override
-    public String algorithm() {
-        return "port";
-    }
-
-    @Override
-    public long maxSize() {
-        return maxSize;
-    }
-
-    @Override
-    public DeviceBuffer input() {
-        return input;
-    }
-
-    @Override
-    public DeviceBuffer output() {
-        return output;
     }
 
     @Override
@@ -122,15 +82,15 @@ final class HostPortCollective implements Collective {
         Duration timeout = links.timeout;
         sources.forEach(PortChannel::signal);
         targets.forEach(ch -> ch.wait(timeout));
-        switch (kind) {
+        switch (kind()) {
             case ALLGATHER -> {
                 if (!inPlace) {
-                    links.backend.copy(output, r * bytes, input, 0, bytes);
+                    links.backend.copy(output(), r * bytes, input(), 0, bytes);
                 }
                 targets.forEach(ch -> ch.putWithSignal(r * bytes, r * bytes, bytes));
             }
             case ALLTOALL -> {
-                links.backend.copy(output, r * bytes, input, r * bytes, bytes);
+                links.backend.copy(output(), r * bytes, input(), r * bytes, bytes);
                 targets.forEach(ch -> {
                     long p = ch.context().remoteRank();
                     ch.putWithSignal(r * bytes, p * bytes, bytes);
@@ -138,7 +98,7 @@ final class HostPortCollective implements Collective {
             }
             case SENDRECV -> {
                 if (targets.isEmpty()) {
-                    links.backend.copy(output, 0, input, 0, bytes);   // one rank sends to itself
+                    links.backend.copy(output(), 0, input(), 0, bytes);   // one rank sends to itself
                 }
                 targets.forEach(ch -> ch.putWithSignal(0, 0, bytes));
             }
@@ -148,18 +108,4 @@ final class HostPortCollective implements Collective {
         sources.forEach(ch -> ch.wait(timeout));
     }
 
-    @Override
-    public void synchronize(Duration timeout) {
-        // enqueue ran the operation to its end on the calling thread
-    }
-
-    @Override
-    public @Nullable CudaStream stream() {
-        return null;
-    }
-
-    @Override
-    public void close() {
-        HostCollectives.closeAll(owned, links.rank, kind.label() + " close");
-    }
 }
