@@ -26,9 +26,10 @@ import org.jmscclpp.nativebridge.LaunchConfig;
  * S bytes each registered for {@code CUDA_IPC}, a mesh with every peer over {@code CUDA_IPC} that
  * exchanged the output buffers (each channel's dst is a peer's output), a stream, the checks of
  * {@link Collective#enqueue}'s arguments, and the grid a size gets. Everything made here is closed
- * by {@link #close()}, newest first.
+ * by {@link #close()}, newest first. The algorithms extend it and add their channels and kernels;
+ * when that setup throws they hand the failure to {@link #failed}.
  */
-final class CudaCollectiveBase implements AutoCloseable {
+abstract class CudaCollectiveBase implements Collective {
 
     /** The kernel file of the collectives. */
     static final String KERNELS = "collectives";
@@ -60,6 +61,7 @@ final class CudaCollectiveBase implements AutoCloseable {
     private static final TransportFlags IPC = TransportFlags.of(Transport.CUDA_IPC);
 
     final CollectiveKind kind;
+    private final String algorithm;
     final CudaBackend backend;
     final int rank;
     final int ranks;
@@ -81,6 +83,7 @@ final class CudaCollectiveBase implements AutoCloseable {
      */
     CudaCollectiveBase(CollectiveKind kind, String algorithm, CollectiveSetup setup, long sizeLimit) {
         this.kind = kind;
+        this.algorithm = algorithm;
         this.backend = cuda(setup, kind, algorithm);
         this.rank = setup.rank();
         this.ranks = setup.size();
@@ -102,8 +105,7 @@ final class CudaCollectiveBase implements AutoCloseable {
                     timeout), timeout.plusSeconds(5), rank, kind.label() + " " + algorithm + " mesh");
             stream = own(backend.createStream(kind.label() + "-" + algorithm));
         } catch (RuntimeException e) {
-            closeQuietly(e);
-            throw e;
+            throw failed(e);
         }
     }
 
@@ -149,11 +151,11 @@ final class CudaCollectiveBase implements AutoCloseable {
      * Checks one operation's arguments (see {@link Collective#enqueue}) and returns the bytes per
      * count unit: the slice (allgather), the chunk per peer (alltoall), the buffer (sendrecv).
      */
-    long unitBytes(String algorithm, long count, DataType type, boolean inPlace) {
+    long unitBytes(long count, DataType type, boolean inPlace) {
         return unitBytes(kind, algorithm, ranks, maxSize, count, type, inPlace, rank);
     }
 
-    /** {@link #unitBytes(String, long, DataType, boolean)} for a collective of {@code kind} on {@code ranks} ranks set up for {@code maxSize}. */
+    /** {@link #unitBytes(long, DataType, boolean)} for a collective of {@code kind} on {@code ranks} ranks set up for {@code maxSize}. */
     static long unitBytes(CollectiveKind kind, String algorithm, int ranks, long maxSize, long count, DataType type,
                           boolean inPlace, int rank) {
         String what = null;
@@ -215,13 +217,49 @@ final class CudaCollectiveBase implements AutoCloseable {
         return array;
     }
 
-    void synchronize(Duration limit, String algorithm) {
+    @Override
+    public final CollectiveKind kind() {
+        return kind;
+    }
+
+    @Override
+    public final String algorithm() {
+        return algorithm;
+    }
+
+    @Override
+    public final long maxSize() {
+        return maxSize;
+    }
+
+    @Override
+    public final DeviceBuffer input() {
+        return input;
+    }
+
+    @Override
+    public final DeviceBuffer output() {
+        return output;
+    }
+
+    @Override
+    public final void synchronize(Duration limit) {
         stream.synchronize(limit, kind.label() + " " + algorithm);
+    }
+
+    @Override
+    public final CudaStream stream() {
+        return stream;
     }
 
     /** Closes everything made, newest first; the first failure is thrown with the others suppressed. */
     @Override
     public void close() {
+        closeMade();
+    }
+
+    /** What {@link #close()} does here; subclasses that close more first still end with this. */
+    final void closeMade() {
         RuntimeException first = null;
         while (!owned.isEmpty()) {
             try {
@@ -241,11 +279,16 @@ final class CudaCollectiveBase implements AutoCloseable {
         }
     }
 
-    private void closeQuietly(RuntimeException cause) {
+    /**
+     * Closes what setup made so far ({@link #closeMade()}, not a subclass's {@link #close()}) after setup
+     * failed with {@code cause}, attaching what closing threw; returns {@code cause}.
+     */
+    final RuntimeException failed(RuntimeException cause) {
         try {
-            close();
+            closeMade();
         } catch (RuntimeException e) {
             cause.addSuppressed(e);
         }
+        return cause;
     }
 }

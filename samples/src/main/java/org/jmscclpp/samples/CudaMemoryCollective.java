@@ -1,7 +1,6 @@
 package org.jmscclpp.samples;
 
 import java.nio.ByteBuffer;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -10,7 +9,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryChannel;
 import org.jmscclpp.core.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jmscclpp.nativebridge.Kernel;
 import org.jmscclpp.nativebridge.KernelArgs;
 
@@ -28,31 +26,30 @@ import org.jmscclpp.nativebridge.KernelArgs;
  * this rank reads only its own slot), but the host may: callers that read the output between runs
  * (checks) put a barrier between that read and the peers' next enqueue.
  */
-final class CudaMemoryCollective implements Collective {
+final class CudaMemoryCollective extends CudaCollectiveBase {
 
     static final String ALGORITHM = "memory";
 
-    private final CudaCollectiveBase base;
     private final Kernel kernel;
     private final DeviceBuffer channels;
 
     private CudaMemoryCollective(CollectiveKind kind, CollectiveSetup setup) {
-        base = new CudaCollectiveBase(kind, ALGORITHM, setup, Long.MAX_VALUE);
+        super(kind, ALGORITHM, setup, Long.MAX_VALUE);
         try {
             List<MemoryChannel> all = new ArrayList<>();
-            for (int i = 0; i < base.ranks - 1; i++) {
-                int peer = base.peer(i);
-                MemoryDevice2DeviceSemaphore semaphore = base.own(new MemoryDevice2DeviceSemaphore(
-                        base.mesh.semaphore(peer), base.backend));
-                all.add(new MemoryChannel(semaphore, base.mesh.remoteMemory(peer), base.inputMemory, null));
+            for (int i = 0; i < ranks - 1; i++) {
+                int peer = peer(i);
+                MemoryDevice2DeviceSemaphore semaphore = own(new MemoryDevice2DeviceSemaphore(
+                        mesh.semaphore(peer), backend));
+                all.add(new MemoryChannel(semaphore, mesh.remoteMemory(peer), inputMemory, null));
             }
             List<MemoryChannel> used = kind == CollectiveKind.SENDRECV
-                    ? List.of(all.get(base.index(base.next())), all.get(base.index(base.previous())))
+                    ? List.of(all.get(index(next())), all.get(index(previous())))
                     : all;
             List<Consumer<ByteBuffer>> encoders = new ArrayList<>();
             used.forEach(ch -> encoders.add(ch::encodeDeviceHandle));
-            channels = base.deviceArray(MemoryChannel.DEVICE_HANDLE_BYTES, encoders);
-            kernel = base.kernel(switch (kind) {
+            channels = deviceArray(MemoryChannel.DEVICE_HANDLE_BYTES, encoders);
+            kernel = kernel(switch (kind) {
                 case ALLGATHER -> "allgatherMemory";
                 case ALLTOALL -> "alltoallMemory";
                 case SENDRECV -> "sendrecvMemory";
@@ -61,12 +58,7 @@ final class CudaMemoryCollective implements Collective {
                         .build();
             });
         } catch (RuntimeException e) {
-            try {
-                base.close();
-            } catch (RuntimeException c) {
-                e.addSuppressed(c);
-            }
-            throw e;
+            throw failed(e);
         }
     }
 
@@ -83,63 +75,23 @@ final class CudaMemoryCollective implements Collective {
     }
 
     @Override
-    public CollectiveKind kind() {
-        return base.kind;
-    }
-
-    @Override
-    public String algorithm() {
-        return ALGORITHM;
-    }
-
-    @Override
-    public long maxSize() {
-        return base.maxSize;
-    }
-
-    @Override
-    public DeviceBuffer input() {
-        return base.input;
-    }
-
-    @Override
-    public DeviceBuffer output() {
-        return base.output;
-    }
-
-    @Override
     public void enqueue(long count, DataType type, boolean inPlace) {
-        long unit = base.unitBytes(ALGORITHM, count, type, inPlace);
-        int peers = base.ranks - 1;
-        switch (base.kind) {
+        long unit = unitBytes(count, type, inPlace);
+        int peers = ranks - 1;
+        switch (kind) {
             case ALLGATHER -> {
-                long src = inPlace ? base.output.address() + base.rank * unit : base.input.address();
-                base.stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
-                        .pointer(channels.address()).i32(peers).pointer(src).pointer(base.output.address()).i64(unit)
-                        .i32(base.rank).i32(inPlace ? 0 : 1).build());
+                long src = inPlace ? output.address() + rank * unit : input.address();
+                stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
+                        .pointer(channels.address()).i32(peers).pointer(src).pointer(output.address()).i64(unit)
+                        .i32(rank).i32(inPlace ? 0 : 1).build());
             }
-            case ALLTOALL -> base.stream.launch(kernel, CudaCollectiveBase.grid(unit * base.ranks), KernelArgs.builder()
-                    .pointer(channels.address()).i32(peers).pointer(base.input.address())
-                    .pointer(base.output.address()).i64(unit).i32(base.rank).build());
-            case SENDRECV -> base.stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
+            case ALLTOALL -> stream.launch(kernel, CudaCollectiveBase.grid(unit * ranks), KernelArgs.builder()
+                    .pointer(channels.address()).i32(peers).pointer(input.address())
+                    .pointer(output.address()).i64(unit).i32(rank).build());
+            case SENDRECV -> stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
                     .pointer(channels.address()).pointer(channels.address() + MemoryChannel.DEVICE_HANDLE_BYTES)
-                    .pointer(base.input.address()).i64(unit).build());
+                    .pointer(input.address()).i64(unit).build());
             case ALLREDUCE -> throw new IllegalStateException("not built for allreduce");
         }
-    }
-
-    @Override
-    public void synchronize(Duration timeout) {
-        base.synchronize(timeout, ALGORITHM);
-    }
-
-    @Override
-    public CudaStream stream() {
-        return base.stream;
-    }
-
-    @Override
-    public void close() {
-        base.close();
     }
 }

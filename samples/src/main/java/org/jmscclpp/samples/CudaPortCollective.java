@@ -11,7 +11,6 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.PortChannel;
 import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.SemaphoreId;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jmscclpp.nativebridge.Kernel;
 import org.jmscclpp.nativebridge.KernelArgs;
 
@@ -31,14 +30,13 @@ import org.jmscclpp.nativebridge.KernelArgs;
  * callers that read the output between runs (checks) put a barrier between that read and the
  * peers' next enqueue.
  */
-final class CudaPortCollective implements Collective {
+final class CudaPortCollective extends CudaCollectiveBase {
 
     static final String ALGORITHM = "port";
     /** Trigger offsets have 32 bits. */
     static final long SIZE_LIMIT = 1L << 32;
     private static final Duration PROXY_IDLE_SPIN = Duration.ofMillis(1);
 
-    private final CudaCollectiveBase base;
     private final ProxyService proxy;
     private final Kernel kernel;
     /** Out of place (src: input) for every kind; for sendrecv [send, recv]. */
@@ -47,31 +45,31 @@ final class CudaPortCollective implements Collective {
     private final DeviceBuffer inPlaceChannels;
 
     private CudaPortCollective(CollectiveKind kind, CollectiveSetup setup) {
-        base = new CudaCollectiveBase(kind, ALGORITHM, setup, SIZE_LIMIT);
+        super(kind, ALGORITHM, setup, SIZE_LIMIT);
         try {
             // the proxy's own core, as in MSCCL++: it polls 1 ms before parking
-            proxy = base.own(ProxyService.builder(base.backend).poller(ProxyService.Poller.PLATFORM_THREAD)
+            proxy = own(ProxyService.builder(backend).poller(ProxyService.Poller.PLATFORM_THREAD)
                     .idleSpin(PROXY_IDLE_SPIN).build());
-            MemoryId fromInput = proxy.addMemory(base.inputMemory);
-            MemoryId fromOutput = proxy.addMemory(base.outputMemory);
+            MemoryId fromInput = proxy.addMemory(inputMemory);
+            MemoryId fromOutput = proxy.addMemory(outputMemory);
             List<PortChannel> outOfPlace = new ArrayList<>();
             List<PortChannel> inPlace = new ArrayList<>();
-            for (int i = 0; i < base.ranks - 1; i++) {
-                int peer = base.peer(i);
-                SemaphoreId semaphore = proxy.addSemaphore(base.own(new Host2DeviceSemaphore(
-                        base.mesh.semaphore(peer), base.backend)));
-                MemoryId dst = proxy.addMemory(base.mesh.remoteMemory(peer));
+            for (int i = 0; i < ranks - 1; i++) {
+                int peer = peer(i);
+                SemaphoreId semaphore = proxy.addSemaphore(own(new Host2DeviceSemaphore(
+                        mesh.semaphore(peer), backend)));
+                MemoryId dst = proxy.addMemory(mesh.remoteMemory(peer));
                 outOfPlace.add(proxy.portChannel(semaphore, dst, fromInput));
                 inPlace.add(proxy.portChannel(semaphore, dst, fromOutput));
             }
             if (kind == CollectiveKind.SENDRECV) {
-                outOfPlace = List.of(outOfPlace.get(base.index(base.next())),
-                        outOfPlace.get(base.index(base.previous())));
+                outOfPlace = List.of(outOfPlace.get(index(next())),
+                        outOfPlace.get(index(previous())));
             }
-            channels = base.deviceArray(PortChannel.DEVICE_HANDLE_BYTES, encoders(outOfPlace));
+            channels = deviceArray(PortChannel.DEVICE_HANDLE_BYTES, encoders(outOfPlace));
             inPlaceChannels = kind == CollectiveKind.ALLGATHER
-                    ? base.deviceArray(PortChannel.DEVICE_HANDLE_BYTES, encoders(inPlace)) : channels;
-            kernel = base.kernel(switch (kind) {
+                    ? deviceArray(PortChannel.DEVICE_HANDLE_BYTES, encoders(inPlace)) : channels;
+            kernel = kernel(switch (kind) {
                 case ALLGATHER -> "allgatherPort";
                 case ALLTOALL -> "alltoallPort";
                 case SENDRECV -> "sendrecvPort";
@@ -79,12 +77,7 @@ final class CudaPortCollective implements Collective {
             });
             proxy.start();
         } catch (RuntimeException e) {
-            try {
-                base.close();
-            } catch (RuntimeException c) {
-                e.addSuppressed(c);
-            }
-            throw e;
+            throw failed(e);
         }
     }
 
@@ -107,70 +100,35 @@ final class CudaPortCollective implements Collective {
     }
 
     @Override
-    public CollectiveKind kind() {
-        return base.kind;
-    }
-
-    @Override
-    public String algorithm() {
-        return ALGORITHM;
-    }
-
-    @Override
-    public long maxSize() {
-        return base.maxSize;
-    }
-
-    @Override
-    public DeviceBuffer input() {
-        return base.input;
-    }
-
-    @Override
-    public DeviceBuffer output() {
-        return base.output;
-    }
-
-    @Override
     public void enqueue(long count, DataType type, boolean inPlace) {
-        long unit = base.unitBytes(ALGORITHM, count, type, inPlace);
-        int peers = base.ranks - 1;
-        switch (base.kind) {
+        long unit = unitBytes(count, type, inPlace);
+        int peers = ranks - 1;
+        switch (kind) {
             case ALLGATHER -> {
-                long src = inPlace ? base.output.address() + base.rank * unit : base.input.address();
-                long srcOffset = inPlace ? base.rank * unit : 0;
-                base.stream.launch(kernel, CudaCollectiveBase.grid(inPlace ? 0 : unit), KernelArgs.builder()
+                long src = inPlace ? output.address() + rank * unit : input.address();
+                long srcOffset = inPlace ? rank * unit : 0;
+                stream.launch(kernel, CudaCollectiveBase.grid(inPlace ? 0 : unit), KernelArgs.builder()
                         .pointer((inPlace ? inPlaceChannels : channels).address()).i32(peers).pointer(src)
-                        .pointer(base.output.address()).i64(unit).i64(srcOffset).i32(base.rank).i32(inPlace ? 0 : 1)
+                        .pointer(output.address()).i64(unit).i64(srcOffset).i32(rank).i32(inPlace ? 0 : 1)
                         .build());
             }
-            case ALLTOALL -> base.stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
-                    .pointer(channels.address()).i32(peers).pointer(base.input.address())
-                    .pointer(base.output.address()).i64(unit).i32(base.rank).build());
-            case SENDRECV -> base.stream.launch(kernel, CudaCollectiveBase.grid(0), KernelArgs.builder()
+            case ALLTOALL -> stream.launch(kernel, CudaCollectiveBase.grid(unit), KernelArgs.builder()
+                    .pointer(channels.address()).i32(peers).pointer(input.address())
+                    .pointer(output.address()).i64(unit).i32(rank).build());
+            case SENDRECV -> stream.launch(kernel, CudaCollectiveBase.grid(0), KernelArgs.builder()
                     .pointer(channels.address()).pointer(channels.address() + PortChannel.DEVICE_HANDLE_BYTES)
                     .i64(unit).build());
             case ALLREDUCE -> throw new IllegalStateException("not built for allreduce");
         }
     }
 
-    @Override
-    public void synchronize(Duration timeout) {
-        base.synchronize(timeout, ALGORITHM);
-    }
-
-    @Override
-    public CudaStream stream() {
-        return base.stream;
-    }
-
     /** Stops the proxy (every rank has finished its runs), then closes what setup made, newest first. */
     @Override
     public void close() {
         try {
-            Blocking.done(proxy.stop(), base.timeout, base.rank, base.kind.label() + " port proxy stop");
+            Blocking.done(proxy.stop(), timeout, rank, kind.label() + " port proxy stop");
         } finally {
-            base.close();
+            super.close();
         }
     }
 }
