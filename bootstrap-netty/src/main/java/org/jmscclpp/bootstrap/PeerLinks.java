@@ -36,6 +36,12 @@ final class PeerLinks {
     private static final System.Logger LOG = System.getLogger(PeerLinks.class.getName());
     static final long HANDSHAKE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(
             Long.getLong("jmscclpp.bootstrap.handshakeTimeoutSeconds", 10));
+    /**
+     * Connections do not close on a failed write (Netty's auto-close is off), so that the frames the
+     * peer sent before it left are still read; the reading side closes them at the end of the
+     * stream, and a sender closes one this long after its write failed if that has not happened.
+     */
+    static final long DRAIN_AFTER_WRITE_FAILURE_MS = 2_000;
 
     /** What the owner hears from the connections. */
     interface Events {
@@ -98,6 +104,7 @@ final class PeerLinks {
                 .option(ChannelOption.SO_BACKLOG, 16384)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
+                .childOption(ChannelOption.AUTO_CLOSE, false)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -306,6 +313,7 @@ final class PeerLinks {
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
+                .option(ChannelOption.AUTO_CLOSE, false)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {

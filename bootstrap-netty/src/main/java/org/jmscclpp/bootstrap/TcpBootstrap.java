@@ -668,15 +668,27 @@ public final class TcpBootstrap implements Bootstrap {
                 }
                 ChannelPromise done = ch.newPromise();
                 done.addListener(f -> {
-                    if (finished.compareAndSet(false, true)) {
-                        timer.cancel(false);
-                        if (f.isSuccess()) {
+                    if (f.isSuccess()) {
+                        if (finished.compareAndSet(false, true)) {
+                            timer.cancel(false);
                             sink.success();
-                        } else {
-                            sink.error(located(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                                    "could not send to rank " + peer + ": " + f.cause()).cause(f.cause()).build(), ctx));
                         }
+                        return;
                     }
+                    // The connection broke. Its last frames may still wait to be read: a failure the
+                    // peer relayed before it left names the rank that died first, which is the news.
+                    // So report once the connection has closed and those frames were handled (the
+                    // link's own close listener, which may fail the job, runs before this one).
+                    Throwable writeError = f.cause();
+                    ch.closeFuture().addListener(c -> {
+                        if (finished.compareAndSet(false, true)) {
+                            timer.cancel(false);
+                            JmscclppException known = failure;
+                            sink.error(located(known != null ? known : JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                    "could not send to rank " + peer + ": " + writeError).cause(writeError).build(), ctx));
+                        }
+                    });
+                    ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_WRITE_FAILURE_MS, TimeUnit.MILLISECONDS);
                 });
                 Runnable write = () -> {
                     int max = options.maxFrameBytes();
@@ -686,8 +698,10 @@ public final class TcpBootstrap implements Bootstrap {
                     for (int p = 0; p < len; p += max) {
                         int n = Math.min(max, len - p);
                         boolean last = p + n >= len;
+                        // not the void promise: its failure would close the connection before its
+                        // last frames are read; the last frame's promise fails as well
                         FrameDecoder.write(ch, kind, last ? Frame.LAST : 0, channel,
-                                Unpooled.wrappedBuffer(data, off + p, n), last ? done : ch.voidPromise());
+                                Unpooled.wrappedBuffer(data, off + p, n), last ? done : ch.newPromise());
                     }
                     ch.flush();
                 };
