@@ -1,6 +1,7 @@
 package org.jmscclpp.bootstrap;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -27,9 +28,10 @@ import org.jspecify.annotations.Nullable;
  * one log line, close) and leaves memory and every other connection as they were.
  *
  * <p>Bodies for host-accessible memory (the host backend's shared memory, pinned memory) are
- * copied straight from the socket's buffers into the destination on the event loop, without a
- * staging copy. Memory the host cannot reach (CUDA device memory) is filled by the backend's
- * copy, which may block, so those frames are gathered into a pooled buffer and applied in order
+ * read from the socket straight into the destination on the event loop: the socket's reads are
+ * lent the destination itself ({@link EthernetReceiveBuffers}), and bytes that came in one read
+ * with a header are copied from it. Memory the host cannot reach (CUDA device memory) is filled
+ * by the backend's copy, which may block, so those frames are gathered into a pooled buffer and applied in order
  * on a virtual thread of this connection, with reading paused while more than
  * {@value #OFFLOAD_HIGH} bytes wait. Acknowledgements follow the applied order in both cases, at
  * the end of each read burst.
@@ -41,6 +43,12 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     static final long OFFLOAD_HIGH = 64L << 20;
     private static final long OFFLOAD_LOW = 16L << 20;
     private static final long LINGER_SECONDS = 5;
+
+    /**
+     * Reads smaller than this into the destination are not worth a buffer of their own: the pooled
+     * buffer the read would take instead also holds the next header.
+     */
+    static final int LEND_MIN = 4096;
 
     private enum State { HELLO, HEADER, BODY, DEAD }
 
@@ -60,6 +68,8 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     private EthernetSession.@Nullable Region region;
     private @Nullable MemorySegment target;
     private @Nullable ByteBuf gathered;
+    /** The destination, lent to the socket's next read ({@link #lendDestination}). */
+    private @Nullable ByteBuf lent;
 
     /** Whether this read stored a frame: waiters of this process are woken once at its end. */
     private boolean stored;
@@ -82,10 +92,29 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
                 + TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos) + " ms"), handshakeTimeoutNanos, TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * The rest of the WRITE body being read, as a buffer over the destination for the socket's next
+     * read to fill, or null (no body, memory the host cannot reach, or too little left). Event loop.
+     */
+    @Nullable ByteBuf lendDestination() {
+        if (state != State.BODY || type != EthernetWire.WRITE || target == null || remaining < LEND_MIN) {
+            return null;
+        }
+        long at = target.byteSize() - remaining;
+        // a wrapped ByteBuffer: releasing it frees nothing of the destination
+        lent = Unpooled.wrappedBuffer(target.asSlice(at, remaining).asByteBuffer()).clear();
+        return lent;
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
         try {
+            if (in == lent) {
+                lent = null;
+                readInPlace(ctx, in.readableBytes());
+                return;
+            }
             while (in.isReadable() && state != State.DEAD) {
                 switch (state) {
                     case HELLO -> {
@@ -113,6 +142,16 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
             if (stored) {
                 stored = false;
                 Waiting.wake();
+            }
+        }
+    }
+
+    /** The socket read {@code n} bytes of the body straight into the destination: they are in place. */
+    private void readInPlace(ChannelHandlerContext ctx, int n) {
+        if (state == State.BODY && target != null) {
+            remaining -= n;
+            if (remaining == 0) {
+                finishFrame(ctx);
             }
         }
     }

@@ -104,7 +104,9 @@ final class EthernetSession implements TransportProvider.Session {
                             }
                             inbound.add(ch);
                             ch.closeFuture().addListener(f -> inbound.remove(ch));
-                            ch.pipeline().addLast(new EthernetReceiver(EthernetSession.this, HANDSHAKE_TIMEOUT_NANOS));
+                            EthernetReceiver receiver = new EthernetReceiver(EthernetSession.this, HANDSHAKE_TIMEOUT_NANOS);
+                            ch.config().setRecvByteBufAllocator(new EthernetReceiveBuffers(receiver));
+                            ch.pipeline().addLast(receiver);
                         }
                     });
             ChannelFuture f = sb.bind(new InetSocketAddress(address, 0));

@@ -136,10 +136,28 @@ class EthernetConnectionTest {
         });
     }
 
+    /**
+     * Staged path: the source is copied into staging chunks, the bodies gathered and applied off
+     * the event loop, as for device memory.
+     */
     @Test
     void writesAboveTheChunkSizeOnTheStagedPath() throws Exception {
+        writeAboveTheChunkSize(true);
+    }
+
+    /**
+     * Direct path: bodies go out from the source and are read by the socket straight into the
+     * destination ({@link EthernetReceiveBuffers}), from an odd offset, with a tail below
+     * {@link EthernetReceiver#LEND_MIN}; the bytes around the range stay as they were.
+     */
+    @Test
+    void writesAboveTheChunkSizeOnTheDirectPath() throws Exception {
+        writeAboveTheChunkSize(false);
+    }
+
+    private void writeAboveTheChunkSize(boolean devicePaths) throws Exception {
         onBothRanks(s -> {
-            ((EthernetConnection) s.connection).session().forceDevicePaths(true);
+            ((EthernetConnection) s.connection).session().forceDevicePaths(devicePaths);
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
             MemorySegment src = s.source.hostSegment();
             long n = 5L * EthernetWire.MAX_CHUNK + 3;   // > every staging chunk, odd tail
