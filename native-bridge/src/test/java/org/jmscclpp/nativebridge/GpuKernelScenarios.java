@@ -45,7 +45,7 @@ final class GpuKernelScenarios {
         }
         switch (scenario) {
             case "device-semaphores" -> deviceSemaphores(r);
-            case "port-ping-pong" -> portPingPong(r);
+            case "port-ping-pong" -> portPingPong(r, Integer.parseInt(args.getOrDefault("iters", Integer.toString(ITERS))));
             case "memory-ping-pong" -> memoryPingPong(r);
             case "packet-ping-pong" -> packetPingPong(r);
             case "d2d-semaphore" -> d2dSemaphore(r);
@@ -69,7 +69,7 @@ final class GpuKernelScenarios {
                 host.setAtIndex(ValueLayout.JAVA_INT, i, i / (ints / 2) == r.rank ? i + 7 : -1);
             }
             r.backend.copyFromHost(buf, 0, host);
-            RegisteredMemory local = r.comm.registerMemory(buf, TransportFlags.of(Transport.CUDA_IPC));
+            RegisteredMemory local = r.comm.registerMemory(buf, TransportFlags.of(r.transport));
             RegisteredMemory remote = r.exchange(local, 1).get(peer);
             Host2DeviceSemaphore semaphore = Host2DeviceSemaphore.build(r.comm, connection).block(GpuRankMain.TIMEOUT);
             long half = GpuRankMain.BUFFER_BYTES / 2;
@@ -97,15 +97,19 @@ final class GpuKernelScenarios {
         }
     }
 
-    /** PortChannelOneToOneTest.PingPong over CUDA_IPC through each rank's proxy, nElem 1, 1K, 1M, 4M, 1000 iterations. */
-    static void portPingPong(GpuRankMain r) {
+    /**
+     * PortChannelOneToOneTest.PingPong over the job's transport (CUDA_IPC, or ETHERNET with device
+     * memory staged through pinned host memory) through each rank's proxy, nElem 1, 1K, 1M, 4M,
+     * {@code iters} iterations (1000 unless the job says).
+     */
+    static void portPingPong(GpuRankMain r, int iters) {
         int peer = 1 - r.rank;
         Connection connection = r.connectAll().get(peer);
         int maxInts = PORT_SIZES[PORT_SIZES.length - 1];
         ProxyService proxy = ProxyService.builder(r.backend).build();
         try (DeviceBuffer buf = r.backend.allocate((long) maxInts * Integer.BYTES);
              DeviceBuffer errors = r.backend.allocate(4)) {
-            RegisteredMemory local = r.comm.registerMemory(buf, TransportFlags.of(Transport.CUDA_IPC));
+            RegisteredMemory local = r.comm.registerMemory(buf, TransportFlags.of(r.transport));
             RegisteredMemory remote = r.exchange(local, 1).get(peer);
             SemaphoreId sid = proxy.buildAndAddSemaphore(r.comm, connection).block(GpuRankMain.TIMEOUT);
             MemoryId dst = proxy.addMemory(remote);
@@ -118,12 +122,12 @@ final class GpuKernelScenarios {
                 long start = System.nanoTime();
                 pingPong.run(LaunchConfig.of(1, THREADS), KernelArgs.builder()
                         .handle(PortChannel.DEVICE_HANDLE_BYTES, channel::encodeDeviceHandle)
-                        .pointer(buf.address()).i32(nElem).i32(r.rank).i32(ITERS).i32(1).pointer(errors.address())
+                        .pointer(buf.address()).i32(nElem).i32(r.rank).i32(iters).i32(1).pointer(errors.address())
                         .build(), KERNEL_TIMEOUT).block(KERNEL_TIMEOUT.plusSeconds(5));
                 long ms = (System.nanoTime() - start) / 1_000_000;
                 checkErrors(r, errors, "port ping-pong nElem " + nElem);
-                GpuRankMain.say("OK port-ping-pong nElem=" + nElem + " iters=" + ITERS + " putWithSignal+wait+flush, "
-                        + "data checked, " + ms + " ms");
+                GpuRankMain.say("OK port-ping-pong nElem=" + nElem + " iters=" + iters + " over " + r.transport
+                        + " putWithSignal+wait+flush, data checked, " + ms + " ms");
             }
             r.bootstrap.barrier(GpuRankMain.TIMEOUT).block(GpuRankMain.TIMEOUT);
             proxy.stop().block(GpuRankMain.TIMEOUT);

@@ -25,8 +25,10 @@ import reactor.core.publisher.Flux;
  * One rank of a GPU test job ({@link GpuJob}): a {@link TcpBootstrap}, the {@link CudaBackend} of
  * the GPU {@code JMSCCLPP_CUDA_DEVICE} names, and a {@link Communicator} over both. Arguments are
  * {@code key=value}: {@code rank}, {@code nranks}, {@code address} (the root's ip:port),
- * {@code scenario}, {@code alloc} ({@code malloc} or {@code vmm}). Prints {@code OK <scenario> ...}
- * lines on success and exits 0; a failure prints its message and stack and exits 1.
+ * {@code scenario}, {@code alloc} ({@code malloc} or {@code vmm}), {@code transport} (of the
+ * connections and registrations of basic-write, device-semaphores and port-ping-pong:
+ * {@code CUDA_IPC}, the default, or {@code ETHERNET}), {@code iters} (port-ping-pong). Prints
+ * {@code OK <scenario> ...} lines on success and exits 0; a failure prints its message and stack and exits 1.
  */
 final class GpuRankMain {
 
@@ -40,13 +42,15 @@ final class GpuRankMain {
     final TcpBootstrap bootstrap;
     final CudaBackend backend;
     final Communicator comm;
+    final Transport transport;
 
-    private GpuRankMain(TcpBootstrap bootstrap, CudaBackend backend) {
+    private GpuRankMain(TcpBootstrap bootstrap, CudaBackend backend, Transport transport) {
         this.rank = bootstrap.rank();
         this.n = bootstrap.size();
         this.bootstrap = bootstrap;
         this.backend = backend;
         this.comm = Communicator.create(bootstrap, backend);
+        this.transport = transport;
     }
 
     public static void main(String[] args) {
@@ -66,7 +70,7 @@ final class GpuRankMain {
             CudaBackend backend = CudaBackend.open(Integer.parseInt(System.getenv(CudaBackend.DEVICE_ENV)),
                     CudaBackend.allocationFrom(a.getOrDefault("alloc", "malloc")));
             say("rank " + rank + " on " + backend);
-            GpuRankMain r = new GpuRankMain(bs, backend);
+            GpuRankMain r = new GpuRankMain(bs, backend, Transport.valueOf(a.getOrDefault("transport", "CUDA_IPC")));
             try {
                 switch (scenario) {
                     case "basic-write" -> r.basicWrite();
@@ -101,7 +105,7 @@ final class GpuRankMain {
         for (int peer = 0; peer < n; peer++) {
             if (peer != rank) {
                 int p = peer;
-                connections.put(p, comm.connect(p, 0, CUDA_IPC).block(TIMEOUT));
+                connections.put(p, comm.connect(p, 0, EndpointConfig.of(transport)).block(TIMEOUT));
             }
         }
         return connections;
@@ -145,7 +149,7 @@ final class GpuRankMain {
                     host.setAtIndex(ValueLayout.JAVA_INT, i, i + n * b + 1);
                 }
                 backend.copyFromHost(buf, 0, host);
-                RegisteredMemory m = comm.registerMemory(buf, TransportFlags.of(Transport.CUDA_IPC));
+                RegisteredMemory m = comm.registerMemory(buf, TransportFlags.of(transport));
                 locals.add(m);
                 remotes.add(exchange(m, b));
             }
@@ -170,8 +174,8 @@ final class GpuRankMain {
             if (wrong != 0) {
                 throw new AssertionError(wrong + " wrong elements after BasicWrite on rank " + rank);
             }
-            say("OK basic-write " + backend.defaultAllocation() + ": " + BUFFERS + " x " + BUFFER_BYTES
-                    + " bytes, every element checked");
+            say("OK basic-write " + transport + " " + backend.defaultAllocation() + ": " + BUFFERS + " x "
+                    + BUFFER_BYTES + " bytes, every element checked");
         } finally {
             bootstrap.barrier(TIMEOUT).block(TIMEOUT);
             locals.forEach(RegisteredMemory::close);
