@@ -1,13 +1,7 @@
 package org.jmscclpp.nativebridge;
 
-import java.nio.file.Path;
-import java.time.Duration;
-import java.util.List;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Two processes, one GPU each, over CUDA IPC: ports of MSCCL++'s CommunicatorTest (BasicWrite on
@@ -17,19 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
  * reason where there are fewer than two GPUs.
  */
 @Tag("gpu")
-class CudaIpcGpuTest {
-
-    private static final Duration JOB_TIMEOUT = Duration.ofMinutes(4);
-
-    @TempDir
-    Path logs;
-
-    @BeforeAll
-    static void needsTwoGpus() {
-        new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
-        int gpus = CudaContext.deviceCount();
-        Assumptions.assumeTrue(gpus >= 2, "these tests need 2 GPUs, this host has " + gpus);
-    }
+class CudaIpcGpuTest extends TwoGpuJobTest {
 
     @Test
     void basicWriteOnMemAllocBuffers() {
@@ -67,9 +49,6 @@ class CudaIpcGpuTest {
     }
 
     private void job(String scenario, String... args) {
-        List<String> outputs = GpuJob.run(2, JOB_TIMEOUT, logs, scenario, args);
-        for (int rank = 0; rank < outputs.size(); rank++) {
-            System.out.print("[" + scenario + " rank " + rank + "]\n" + outputs.get(rank));
-        }
+        runJob(scenario, scenario, args);
     }
 }

@@ -1,13 +1,9 @@
 package org.jmscclpp.nativebridge;
 
-import java.nio.file.Path;
-import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * GPU memory over {@code ETHERNET} (the bootstrap module's TCP transport, found through its
@@ -18,42 +14,27 @@ import org.junit.jupiter.api.io.TempDir;
  * Each test prints every rank's output. Aborted with the reason where there are fewer than two GPUs.
  */
 @Tag("gpu")
-class EthernetGpuTest {
-
-    private static final Duration JOB_TIMEOUT = Duration.ofMinutes(4);
-
-    @TempDir
-    Path logs;
-
-    @BeforeAll
-    static void needsTwoGpus() {
-        new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
-        int gpus = CudaContext.deviceCount();
-        Assumptions.assumeTrue(gpus >= 2, "these tests need 2 GPUs, this host has " + gpus);
-    }
+class EthernetGpuTest extends TwoGpuJobTest {
 
     @Test
     void basicWrite() {
-        job("basic-write");
+        ethernetJob("basic-write");
     }
 
     @Test
     void writeWithDeviceSemaphores() {
-        job("device-semaphores");
+        ethernetJob("device-semaphores");
     }
 
     /** 50 iterations per size: every one moves up to 16 MiB each way through TCP and staging. */
     @Test
     void portChannelPingPong() {
-        job("port-ping-pong", "iters=50");
+        ethernetJob("port-ping-pong", "iters=50");
     }
 
-    private void job(String scenario, String... args) {
-        List<String> all = new java.util.ArrayList<>(List.of("transport=ETHERNET"));
+    private void ethernetJob(String scenario, String... args) {
+        List<String> all = new ArrayList<>(List.of("transport=ETHERNET"));
         all.addAll(List.of(args));
-        List<String> outputs = GpuJob.run(2, JOB_TIMEOUT, logs, scenario, all.toArray(String[]::new));
-        for (int rank = 0; rank < outputs.size(); rank++) {
-            System.out.print("[ETHERNET " + scenario + " rank " + rank + "]\n" + outputs.get(rank));
-        }
+        runJob("ETHERNET " + scenario, scenario, all.toArray(String[]::new));
     }
 }

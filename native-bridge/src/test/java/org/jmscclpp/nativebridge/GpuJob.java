@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.host.ChildJvm;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * A job of one process per GPU on this host, each a JVM like this one running {@link GpuRankMain}
@@ -26,6 +27,21 @@ final class GpuJob {
     private static final List<String> FLAGS = List.of("--enable-native-access=ALL-UNNAMED", "-Xmx1g", "-Xss1m");
 
     private GpuJob() {
+    }
+
+    /** Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n}. */
+    static void assumeGpus(int n) {
+        new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
+        int gpus = CudaContext.deviceCount();
+        Assumptions.assumeTrue(gpus >= n, "these tests need " + n + " GPUs, this host has " + gpus);
+    }
+
+    /** {@link #run}, then prints every rank's output under {@code [label rank R]}: the record of a GPU run. */
+    static void runAndPrint(String label, int nRanks, Duration timeout, Path logs, String scenario, String... args) {
+        List<String> outputs = run(nRanks, timeout, logs, scenario, args);
+        for (int rank = 0; rank < outputs.size(); rank++) {
+            System.out.print("[" + label + " rank " + rank + "]\n" + outputs.get(rank));
+        }
     }
 
     static List<String> run(int nRanks, Duration timeout, Path logs, String scenario, String... args) {
