@@ -31,8 +31,8 @@ import org.jspecify.annotations.Nullable;
  * read from the socket straight into the destination on the event loop: the socket's reads are
  * lent the destination itself ({@link EthernetReceiveBuffers}), and bytes that came in one read
  * with a header are copied from it. Memory the host cannot reach (CUDA device memory) is filled
- * by the backend's copy, which may block, so those frames are gathered into a pooled buffer and applied in order
- * on a virtual thread of this connection, with reading paused while more than
+ * by the backend's copy, which may block, so those frames are gathered into a pooled buffer and
+ * applied in order on a virtual thread of this connection, with reading paused while more than
  * {@value #OFFLOAD_HIGH} bytes wait. Acknowledgements follow the applied order in both cases, at
  * the end of each read burst.
  */
