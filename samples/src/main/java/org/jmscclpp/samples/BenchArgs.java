@@ -95,4 +95,18 @@ final class BenchArgs {
         throw new IllegalArgumentException(opt + " needs an integer from " + least + " to " + most + ", got '" + v
                 + "'");
     }
+
+    /**
+     * Checks the {@code --min}/{@code --max} size range of a bandwidth bench: {@code min} at least
+     * one word (a transfer's stamp), {@code max} not below it; otherwise an
+     * {@link IllegalArgumentException}.
+     */
+    static void checkSizeRange(long min, long max) {
+        if (min < Long.BYTES) {
+            throw new IllegalArgumentException("--min must be at least " + Long.BYTES + " bytes, got " + min);
+        }
+        if (max < min) {
+            throw new IllegalArgumentException("--max (" + max + ") is below --min (" + min + ")");
+        }
+    }
 }

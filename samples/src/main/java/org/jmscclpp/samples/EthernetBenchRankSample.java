@@ -288,12 +288,7 @@ final class EthernetBenchRankSample implements Sample {
                 default -> throw new IllegalArgumentException("unknown option " + opt);
             }
         }
-        if (min < Long.BYTES) {
-            throw new IllegalArgumentException("--min must be at least " + Long.BYTES + " bytes, got " + min);
-        }
-        if (max < min) {
-            throw new IllegalArgumentException("--max (" + max + ") is below --min (" + min + ")");
-        }
+        BenchArgs.checkSizeRange(min, max);
         if (max > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
         }

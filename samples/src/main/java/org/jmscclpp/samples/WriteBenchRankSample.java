@@ -273,12 +273,7 @@ final class WriteBenchRankSample implements Sample {
                 default -> throw new IllegalArgumentException("unknown option " + opt);
             }
         }
-        if (min < Long.BYTES) {
-            throw new IllegalArgumentException("--min must be at least " + Long.BYTES + " bytes, got " + min);
-        }
-        if (max < min) {
-            throw new IllegalArgumentException("--max (" + max + ") is below --min (" + min + ")");
-        }
+        BenchArgs.checkSizeRange(min, max);
         return new Options(min, max, iters, warmup);
     }
 
