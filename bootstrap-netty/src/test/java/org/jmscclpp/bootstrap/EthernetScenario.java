@@ -134,10 +134,13 @@ final class EthernetScenario implements AutoCloseable {
             channel.wait(TIMEOUT);
             check(b, ints, 1, turns - 1);
         }
+        // every signal of these turns was flushed, so applied, before its sender reached this barrier
         bootstrap.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
         if (channel.poll()) {
             throw new AssertionError("rank " + rank + ": a signal arrived beyond the turns");
         }
+        // and the peer starts its next turns, whose first signal would land here, only after this check
+        bootstrap.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
     }
 
     private void check(MemorySegment b, int ints, int from, int turn) {
