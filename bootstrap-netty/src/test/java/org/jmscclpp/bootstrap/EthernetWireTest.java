@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -69,6 +70,42 @@ class EthernetWireTest {
 
     private EmbeddedChannel channel() {
         return new EmbeddedChannel(new EthernetReceiver(session, EthernetSession.HANDSHAKE_TIMEOUT_NANOS));
+    }
+
+    /**
+     * The socket's read loop goes on while each read fills its buffer, up to
+     * {@link EthernetReceiveBuffers#READS_PER_WAKE} reads, and stops at a short read: a frame's
+     * header and its lent body come in one wake-up of the event loop.
+     */
+    @Test
+    void theReadLoopContinuesWhileReadsFillTheirBuffers() {
+        EmbeddedChannel ch = channel();
+        try {
+            RecvByteBufAllocator.Handle handle = new EthernetReceiveBuffers(
+                    new EthernetReceiver(session, EthernetSession.HANDSHAKE_TIMEOUT_NANOS)).newHandle();
+            handle.reset(ch.config());
+            for (int read = 1; read <= EthernetReceiveBuffers.READS_PER_WAKE; read++) {
+                ByteBuf b = handle.allocate(ALLOC);
+                try {
+                    handle.attemptedBytesRead(b.writableBytes());
+                    handle.lastBytesRead(b.writableBytes());
+                    handle.incMessagesRead(1);
+                } finally {
+                    b.release();
+                }
+                boolean more = read < EthernetReceiveBuffers.READS_PER_WAKE;
+                assertEquals(more, handle.continueReading(), "after read " + read);
+            }
+            handle.reset(ch.config());
+            ByteBuf b = handle.allocate(ALLOC);
+            handle.attemptedBytesRead(b.writableBytes());
+            handle.lastBytesRead(b.writableBytes() - 1);
+            handle.incMessagesRead(1);
+            b.release();
+            assertFalse(handle.continueReading(), "a short read ends the loop");
+        } finally {
+            ch.finishAndReleaseAll();
+        }
     }
 
     private ByteBuf hello(byte[] secret) {
