@@ -12,6 +12,7 @@ import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -84,6 +85,8 @@ public final class TcpBootstrap implements Bootstrap {
     private @Nullable TcpUniqueId ownedId;
     private @Nullable CompletableFuture<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
+    /** Completes when {@link #failure} is set. */
+    private final CompletableFuture<JmscclppException> failed = new CompletableFuture<>();
     private volatile @Nullable AddressBook book;
     /**
      * Whether some host of the job runs more ranks than it has cores (set when ready, the same on
@@ -660,10 +663,27 @@ public final class TcpBootstrap implements Bootstrap {
             });
             ready.whenComplete((ch, err) -> {
                 if (err != null) {
-                    if (finished.compareAndSet(false, true)) {
-                        timer.cancel(false);
-                        sink.error(located(err, ctx));
+                    Runnable report = () -> {
+                        if (finished.compareAndSet(false, true)) {
+                            timer.cancel(false);
+                            JmscclppException known = failure;
+                            sink.error(located(known != null ? known : err, ctx));
+                        }
+                    };
+                    if (failure != null || !(unwrap(err).getCause() instanceof ConnectException)) {
+                        report.run();
+                        return;
                     }
+                    // The peer refused the connection: it has died or failed and closed its
+                    // listener. A failure it relayed before it left (naming the rank that died
+                    // first, which is the news) may still be on its way over another connection:
+                    // report that if the job fails within the drain window, else the refusal.
+                    ScheduledFuture<?> drain = group().schedule(report, PeerLinks.DRAIN_AFTER_FAILURE_MS,
+                            TimeUnit.MILLISECONDS);
+                    failed.whenComplete((x, y) -> {
+                        drain.cancel(false);
+                        report.run();
+                    });
                     return;
                 }
                 ChannelPromise done = ch.newPromise();
@@ -688,7 +708,7 @@ public final class TcpBootstrap implements Bootstrap {
                                     "could not send to rank " + peer + ": " + writeError).cause(writeError).build(), ctx));
                         }
                     });
-                    ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_WRITE_FAILURE_MS, TimeUnit.MILLISECONDS);
+                    ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
                 });
                 Runnable write = () -> {
                     int max = options.maxFrameBytes();
@@ -823,6 +843,7 @@ public final class TcpBootstrap implements Bootstrap {
             failure = e;
             w = welcome;
         }
+        failed.complete(e);
         if (w != null) {
             w.completeExceptionally(e.withRank(rank));
         }
