@@ -21,6 +21,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -678,8 +679,13 @@ public final class TcpBootstrap implements Bootstrap {
                     // listener. A failure it relayed before it left (naming the rank that died
                     // first, which is the news) may still be on its way over another connection:
                     // report that if the job fails within the drain window, else the refusal.
-                    ScheduledFuture<?> drain = group().schedule(report, PeerLinks.DRAIN_AFTER_FAILURE_MS,
-                            TimeUnit.MILLISECONDS);
+                    ScheduledFuture<?> drain;
+                    try {
+                        drain = group().schedule(report, PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
+                    } catch (RejectedExecutionException e) {
+                        report.run();   // the event loops are going: no news will come
+                        return;
+                    }
                     failed.whenComplete((x, y) -> {
                         drain.cancel(false);
                         report.run();
