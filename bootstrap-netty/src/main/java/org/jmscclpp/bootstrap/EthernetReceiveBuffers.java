@@ -22,8 +22,8 @@ final class EthernetReceiveBuffers implements RecvByteBufAllocator {
      * Reads per wake-up of the event loop while the socket keeps filling the buffers it is given,
      * Netty's own figure for stream sockets. An allocator set on a channel keeps its own count, and
      * {@link AdaptiveRecvByteBufAllocator}'s is 1: a 1 MiB frame then took one epoll round per read
-     * (measured: a pooled 64 KiB read of the header and the body's start, then the rest lent in a
-     * second round, about 100 µs later on this project's 2-core machine).
+     * (traced on this project's 2-core machine: a pooled 64 KiB read of the header and the body's
+     * start, then the rest, lent, in a second round 100 to 230 µs later).
      */
     static final int READS_PER_WAKE = 16;
 
