@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import io.netty.util.ResourceLeakDetector;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -18,6 +19,8 @@ final class EthernetRankMain {
     }
 
     public static void main(String[] args) throws Exception {
+        // Netty's leak detector at its strictest, as in the suite's own JVMs: a leak is logged here
+        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
         int rank = Integer.parseInt(args[0]);
         Path dir = Files.createTempDirectory("jmscclpp-eth-" + rank);
         int code = 1;

@@ -2,20 +2,15 @@ package org.jmscclpp.bootstrap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Two hosts on one machine: two network namespaces joined by a veth pair on a private /30, one
@@ -50,55 +45,29 @@ class NetnsBootstrapTest {
         }
     }
 
-    private static Process startRank(int host, int rank, Path log) throws IOException {
-        String veth = host == 0 ? hosts.vethA : hosts.vethB;
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        List<String> command = new ArrayList<>(hosts.exec(host));
-        command.addAll(List.of(java,
-                "--enable-native-access=ALL-UNNAMED", "-Dio.netty.leakDetection.level=paranoid",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-cp", classpath, NetnsRankMain.class.getName(),
-                Integer.toString(rank), "2", IP_A + ":" + ROOT_PORT, Long.toString(RANK_DEADLINE.toSeconds() / 2)));
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
-        Map<String, String> env = pb.environment();
-        env.keySet().removeIf(k -> k.startsWith("MSCCLPP_"));
-        env.put("MSCCLPP_SOCKET_IFNAME", veth);
-        env.put("MSCCLPP_HOSTID", "netns-host-" + host);
-        return pb.start();
-    }
+    @RegisterExtension
+    final RankProcesses.Tracker jobs = new RankProcesses.Tracker();
 
     @Test
-    void twoRanksOnTwoHostsPassTheChecks(@TempDir Path logs) throws IOException, InterruptedException {
-        Path logA = logs.resolve("rank0.log");
-        Path logB = logs.resolve("rank1.log");
-        List<Process> ranks = new ArrayList<>();
-        try {
-            ranks.add(startRank(0, 0, logA));
-            ranks.add(startRank(1, 1, logB));
-            long until = System.nanoTime() + RANK_DEADLINE.toNanos();
-            for (int r = 0; r < ranks.size(); r++) {
-                Process p = ranks.get(r);
-                long left = Math.max(0, until - System.nanoTime());
-                if (!p.waitFor(left, TimeUnit.NANOSECONDS)) {
-                    fail("rank " + r + " did not finish within " + RANK_DEADLINE + "\n" + VethPair.logs(List.of(logA, logB)));
-                }
-                assertEquals(0, p.exitValue(), "rank " + r + " failed\n" + VethPair.logs(List.of(logA, logB)));
-            }
-        } finally {
-            for (Process p : ranks) {
-                if (p.isAlive()) {
-                    p.destroyForcibly().waitFor(VethPair.COMMAND_DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
-                }
-            }
+    void twoRanksOnTwoHostsPassTheChecks() {
+        RankProcesses job = jobs.open("netns", NetnsRankMain.class);
+        for (int r = 0; r < 2; r++) {
+            job.start(r, hosts.exec(r), List.of(Integer.toString(r), "2", IP_A + ":" + ROOT_PORT,
+                            Long.toString(RANK_DEADLINE.toSeconds() / 2)),
+                    Map.of("MSCCLPP_SOCKET_IFNAME", r == 0 ? hosts.vethA : hosts.vethB,
+                            "MSCCLPP_HOSTID", "netns-host-" + r));
+        }
+        long until = System.nanoTime() + RANK_DEADLINE.toNanos();
+        for (int r = 0; r < 2; r++) {
+            int code = job.waitFor(r, Duration.ofNanos(Math.max(0, until - System.nanoTime())));
+            assertEquals(0, code, "rank " + r + " failed\n" + job.allOutput());
         }
         String book = "book=0@" + IP_A + ":";
-        for (Path log : List.of(logA, logB)) {
-            String line = Files.readAllLines(log).stream().filter(l -> l.startsWith("NETNS-RANK ")).findFirst()
-                    .orElseThrow(() -> new AssertionError("no result line in " + log.getFileName() + "\n"
-                            + VethPair.logs(List.of(logA, logB))));
+        for (int rank = 0; rank < 2; rank++) {
+            String line = job.lines(rank).stream().map(RankProcesses.Line::text)
+                    .filter(l -> l.startsWith("NETNS-RANK ")).findFirst()
+                    .orElseThrow(() -> new AssertionError("no result line\n" + job.allOutput()));
             System.out.println(NetnsBootstrapTest.class.getSimpleName() + ": " + line);
-            int rank = log == logA ? 0 : 1;
             assertTrue(line.startsWith("NETNS-RANK rank=" + rank + " size=2 perNode=1 "),
                     "each namespace is a host of its own: " + line);
             assertTrue(line.contains(book) && line.contains(",1@" + IP_B + ":"),

@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import io.netty.util.ResourceLeakDetector;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
@@ -21,6 +22,8 @@ public final class NetnsRankMain {
     }
 
     public static void main(String[] args) {
+        // Netty's leak detector at its strictest, as in the suite's own JVMs: a leak is logged here
+        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
         int rank = Integer.parseInt(args[0]);
         int size = Integer.parseInt(args[1]);
         String root = args[2];

@@ -53,12 +53,23 @@ final class RankProcesses implements AutoCloseable {
     }
 
     /** Starts {@code rank} with {@code args} and extra environment variables {@code env}. */
-    synchronized void start(int rank, List<String> args, Map<String, String> env) {
+    void start(int rank, List<String> args, Map<String, String> env) {
+        start(rank, List.of(), args, env);
+    }
+
+    /**
+     * Starts {@code rank} under {@code prefix} (a command that runs the JVM, such as
+     * {@code ip netns exec NS}), with {@code args} and extra environment variables {@code env}. The
+     * child sees no {@code MSCCLPP_*} variable of this JVM's environment, only those in {@code env}.
+     */
+    synchronized void start(int rank, List<String> prefix, List<String> args, Map<String, String> env) {
         if (ranks.containsKey(rank)) {
             throw new IllegalStateException(name + " rank " + rank + " was already started");
         }
-        List<String> command = ChildJvm.command(JVM_FLAGS, mainClass, args);
+        List<String> command = new ArrayList<>(prefix);
+        command.addAll(ChildJvm.command(JVM_FLAGS, mainClass, args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().keySet().removeIf(k -> k.startsWith("MSCCLPP_"));
         pb.environment().putAll(env);
         Process p;
         try {

@@ -7,7 +7,6 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -25,7 +24,7 @@ import org.junit.jupiter.api.Assumptions;
  */
 final class VethPair implements AutoCloseable {
 
-    static final Duration COMMAND_DEADLINE = Duration.ofSeconds(10);
+    private static final Duration COMMAND_DEADLINE = Duration.ofSeconds(10);
     private static final Duration LINK_UP_DEADLINE = Duration.ofSeconds(10);
     private static final int PREFIX = 30;
 
@@ -144,19 +143,5 @@ final class VethPair implements AutoCloseable {
     private static void mustRun(String... command) throws IOException, InterruptedException {
         Result r = run(command);
         assertEquals(0, r.exitCode(), String.join(" ", command) + " failed: " + r.output());
-    }
-
-    /** The rank logs, each under its file name, for a failure message. */
-    static String logs(List<Path> files) {
-        StringBuilder sb = new StringBuilder();
-        for (Path p : files) {
-            sb.append("---- ").append(p.getFileName()).append('\n');
-            try {
-                sb.append(Files.readString(p));
-            } catch (IOException e) {
-                sb.append("(unreadable: ").append(e).append(")\n");
-            }
-        }
-        return sb.toString();
     }
 }
