@@ -662,15 +662,17 @@ public final class TcpBootstrap implements Bootstrap {
                 finished.set(true);
                 timer.cancel(false);
             });
+            // the job's failure when there is one (it names the rank that died first), else this error
+            Consumer<Throwable> reportError = err -> {
+                if (finished.compareAndSet(false, true)) {
+                    timer.cancel(false);
+                    JmscclppException known = failure;
+                    sink.error(located(known != null ? known : err, ctx));
+                }
+            };
             ready.whenComplete((ch, err) -> {
                 if (err != null) {
-                    Runnable report = () -> {
-                        if (finished.compareAndSet(false, true)) {
-                            timer.cancel(false);
-                            JmscclppException known = failure;
-                            sink.error(located(known != null ? known : err, ctx));
-                        }
-                    };
+                    Runnable report = () -> reportError.accept(err);
                     if (failure != null || !(unwrap(err).getCause() instanceof ConnectException)) {
                         report.run();
                         return;
@@ -706,14 +708,9 @@ public final class TcpBootstrap implements Bootstrap {
                     // So report once the connection has closed and those frames were handled (the
                     // link's own close listener, which may fail the job, runs before this one).
                     Throwable writeError = f.cause();
-                    ch.closeFuture().addListener(c -> {
-                        if (finished.compareAndSet(false, true)) {
-                            timer.cancel(false);
-                            JmscclppException known = failure;
-                            sink.error(located(known != null ? known : JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                                    "could not send to rank " + peer + ": " + writeError).cause(writeError).build(), ctx));
-                        }
-                    });
+                    ch.closeFuture().addListener(c -> reportError.accept(JmscclppException.builder(
+                            ErrorCode.REMOTE_ERROR, "could not send to rank " + peer + ": " + writeError)
+                            .cause(writeError).build()));
                     ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
                 });
                 Runnable write = () -> {
