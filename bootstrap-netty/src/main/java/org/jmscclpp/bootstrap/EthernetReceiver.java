@@ -2,10 +2,8 @@ package org.jmscclpp.bootstrap;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.socket.DuplexChannel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
@@ -386,17 +384,9 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         if (!ctx.channel().isActive()) {
             return;
         }
-        // Closing at once with the dialler's bytes still unread makes the kernel send a reset, which
-        // can overtake the ERROR frame. So: ERROR, then end our direction, then drop whatever still
-        // comes until the dialler closes, at most LINGER_SECONDS.
-        ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)).addListener((ChannelFutureListener) f -> {
-            if (f.channel() instanceof DuplexChannel d && f.isSuccess()) {
-                d.shutdownOutput();
-                ctx.executor().schedule(() -> ctx.close(), LINGER_SECONDS, TimeUnit.SECONDS);
-            } else {
-                ctx.close();
-            }
-        });
+        // the ERROR frame must not be overtaken by a reset; what still comes is dropped (DEAD)
+        LingeringClose.after(ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)),
+                TimeUnit.SECONDS.toMillis(LINGER_SECONDS));
     }
 
     @Override

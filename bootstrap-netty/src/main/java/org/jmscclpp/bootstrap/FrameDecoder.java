@@ -43,14 +43,21 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
     }
 
     /**
+     * How long a connection that sent its last frame waits for the peer to close too (see
+     * {@link LingeringClose}); below the 2 s that closing a bootstrap waits for its connections.
+     */
+    static final long LAST_FRAME_LINGER_MS = 1_000;
+
+    /**
      * Sends one last frame on {@code ch} from its event loop, then closes it once the frame is
-     * written (a welcome, a failure report, a goodbye).
+     * written and the peer has closed too, at most {@link #LAST_FRAME_LINGER_MS} later (a welcome,
+     * a failure report, a goodbye): an abrupt close could reset the connection before the peer read
+     * the frame, and the peer would lose it.
      */
     static void writeLastAndClose(io.netty.channel.Channel ch, byte kind, long channel, ByteBuf payload) {
         ch.eventLoop().execute(() -> {
             write(ch, kind, Frame.LAST, channel, payload, ch.newPromise());
-            ch.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER)
-                    .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+            LingeringClose.after(ch.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER), LAST_FRAME_LINGER_MS);
         });
     }
 
