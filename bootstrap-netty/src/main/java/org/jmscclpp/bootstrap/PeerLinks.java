@@ -40,7 +40,7 @@ final class PeerLinks {
      * Connections do not close on a failed write (Netty's auto-close is off), so that the frames the
      * peer sent before it left are still read; the reading side closes them at the end of the
      * stream, and a sender closes one this long after its write failed if that has not happened.
-     * A send whose connection the peer refused waits as long for a failure relayed over another
+     * A send whose connection is gone then waits as long for a failure relayed over another
      * connection, which names the rank that died first.
      */
     static final long DRAIN_AFTER_FAILURE_MS = 2_000;

@@ -670,28 +670,35 @@ public final class TcpBootstrap implements Bootstrap {
                     sink.error(located(known != null ? known : err, ctx));
                 }
             };
+            // A connection that is gone (refused, reset, closed) means its peer died, failed or
+            // left. When the job failed, the news of the rank that died first travels as relayed
+            // failures, maybe over other connections and a little later: wait for it, at most the
+            // drain window, before reporting the lost connection itself.
+            Consumer<Throwable> reportAfterNews = err -> {
+                if (failure != null) {
+                    reportError.accept(err);
+                    return;
+                }
+                ScheduledFuture<?> drain;
+                try {
+                    drain = group().schedule(() -> reportError.accept(err), PeerLinks.DRAIN_AFTER_FAILURE_MS,
+                            TimeUnit.MILLISECONDS);
+                } catch (RejectedExecutionException e) {
+                    reportError.accept(err);   // the event loops are going: no news will come
+                    return;
+                }
+                failed.whenComplete((x, y) -> {
+                    drain.cancel(false);
+                    reportError.accept(err);
+                });
+            };
             ready.whenComplete((ch, err) -> {
                 if (err != null) {
-                    Runnable report = () -> reportError.accept(err);
-                    if (failure != null || !(unwrap(err).getCause() instanceof ConnectException)) {
-                        report.run();
-                        return;
+                    if (unwrap(err).getCause() instanceof ConnectException) {
+                        reportAfterNews.accept(err);
+                    } else {
+                        reportError.accept(err);
                     }
-                    // The peer refused the connection: it has died or failed and closed its
-                    // listener. A failure it relayed before it left (naming the rank that died
-                    // first, which is the news) may still be on its way over another connection:
-                    // report that if the job fails within the drain window, else the refusal.
-                    ScheduledFuture<?> drain;
-                    try {
-                        drain = group().schedule(report, PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
-                    } catch (RejectedExecutionException e) {
-                        report.run();   // the event loops are going: no news will come
-                        return;
-                    }
-                    failed.whenComplete((x, y) -> {
-                        drain.cancel(false);
-                        report.run();
-                    });
                     return;
                 }
                 ChannelPromise done = ch.newPromise();
@@ -706,9 +713,10 @@ public final class TcpBootstrap implements Bootstrap {
                     // The connection broke. Its last frames may still wait to be read: a failure the
                     // peer relayed before it left names the rank that died first, which is the news.
                     // So report once the connection has closed and those frames were handled (the
-                    // link's own close listener, which may fail the job, runs before this one).
+                    // link's own close listener, which may fail the job, runs before this one), and
+                    // give news over the other connections the same window.
                     Throwable writeError = f.cause();
-                    ch.closeFuture().addListener(c -> reportError.accept(JmscclppException.builder(
+                    ch.closeFuture().addListener(c -> reportAfterNews.accept(JmscclppException.builder(
                             ErrorCode.REMOTE_ERROR, "could not send to rank " + peer + ": " + writeError)
                             .cause(writeError).build()));
                     ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
@@ -846,6 +854,20 @@ public final class TcpBootstrap implements Bootstrap {
             failure = e;
             w = welcome;
         }
+        // The relay is queued on each connection before anyone hears of the failure: a caller woken
+        // below may close this bootstrap at once, and its goodbyes must follow the failure frames.
+        if (links != null && relay) {
+            if (e.code() != ErrorCode.ABORTED || e.rank() == rank) {
+                LOG.log(Level.WARNING, "rank {0}: {1}", rank, e.getMessage());
+            }
+            for (Channel ch : links.allChannels()) {
+                ch.eventLoop().execute(() -> {
+                    FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e),
+                            ch.voidPromise());
+                    ch.flush();
+                });
+            }
+        }
         failed.complete(e);
         if (w != null) {
             w.completeExceptionally(e.withRank(rank));
@@ -857,18 +879,6 @@ public final class TcpBootstrap implements Bootstrap {
         }
         if (links != null) {
             links.failAll(e.withRank(rank));
-            if (relay) {
-                if (e.code() != ErrorCode.ABORTED || e.rank() == rank) {
-                    LOG.log(Level.WARNING, "rank {0}: {1}", rank, e.getMessage());
-                }
-                for (Channel ch : links.allChannels()) {
-                    ch.eventLoop().execute(() -> {
-                        FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e),
-                                ch.voidPromise());
-                        ch.flush();
-                    });
-                }
-            }
         }
     }
 
