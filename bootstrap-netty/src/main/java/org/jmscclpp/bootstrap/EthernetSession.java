@@ -1,6 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
@@ -8,7 +7,6 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.WriteBufferWaterMark;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -19,9 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Backend;
@@ -39,8 +35,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * One communicator's use of {@code ETHERNET}: a listening socket, a random secret, the table of
  * buffers registered for {@code ETHERNET} (regions), the receiving ends of peers' connections and
- * the connections this rank dialled. Runs on the event loops the bootstrap uses
- * ({@link EventLoops}), holding one reference to them until {@link #close()}.
+ * the connections this rank dialled. The listener and the receiving ends run on the event loops
+ * the bootstrap uses ({@link EventLoops}), holding one reference to them until {@link #close()};
+ * the connections this rank dialled write on their callers' threads and read their acks on a
+ * thread each ({@link EthernetConnection}).
  *
  * <p>The socket listens on the interface {@code MSCCLPP_SOCKET_IFNAME} selects (the bootstrap's
  * rule: an NCCL-style interface list, else the default order), or on loopback when this host has
@@ -55,12 +53,6 @@ final class EthernetSession implements TransportProvider.Session {
 
     static final long HANDSHAKE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
     static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(30);
-    /**
-     * Bytes queued on a socket before writers wait: enough to keep a fast link busy between two
-     * wakeups of the writing thread, and the bound on what one connection holds.
-     */
-    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
-
     /** A buffer registered for ETHERNET in this session. */
     record Region(long id, DeviceBuffer buffer) {
     }
@@ -178,6 +170,11 @@ final class EthernetSession implements TransportProvider.Session {
         return r == null || r.buffer().isClosed() ? null : r;
     }
 
+    /** A connection this rank dialled has closed. */
+    void forget(EthernetConnection c) {
+        outbound.remove(c);
+    }
+
     int inboundCount() {
         return inbound.size();
     }
@@ -215,7 +212,8 @@ final class EthernetSession implements TransportProvider.Session {
 
     /**
      * Dials the peer's listener, sends the hello and waits (at most {@link #CONNECT_TIMEOUT}) for
-     * it to be accepted. Blocks: the communicator calls it on a virtual thread.
+     * it to be accepted ({@link EthernetConnection#dial}). Blocks: the communicator calls it on a
+     * virtual thread.
      */
     @Override
     public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
@@ -231,55 +229,12 @@ final class EthernetSession implements TransportProvider.Session {
         } catch (JmscclppException e) {
             throw error(ErrorCode.INVALID_USAGE, context, e.detail());
         }
-        EthernetConnection connection = new EthernetConnection(this, local, context);
-        Bootstrap b = new Bootstrap()
-                .group(group)
-                .channel(EventLoops.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) CONNECT_TIMEOUT.toMillis())
-                .handler(new ChannelInitializer<Channel>() {
-                    @Override
-                    protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(new EthernetAckReader(connection));
-                    }
-                });
-        long deadline = System.nanoTime() + CONNECT_TIMEOUT.toNanos();
-        ChannelFuture dial = b.connect(peer.address());
-        if (!dial.awaitUninterruptibly(CONNECT_TIMEOUT.toMillis())) {
-            dial.channel().close();
-            throw error(ErrorCode.TIMEOUT, context, "could not reach the peer's ETHERNET listener at "
-                    + peer.address() + " within " + CONNECT_TIMEOUT.toMillis() + " ms");
-        }
-        if (!dial.isSuccess()) {
-            throw error(ErrorCode.REMOTE_ERROR, context, "cannot reach the peer's ETHERNET listener at "
-                    + peer.address() + ": " + dial.cause());
-        }
-        Channel ch = dial.channel();
-        connection.attach(ch);
+        EthernetConnection connection = EthernetConnection.dial(this, local, context, peer,
+                System.nanoTime() + CONNECT_TIMEOUT.toNanos());
         outbound.add(connection);
-        ch.closeFuture().addListener(f -> outbound.remove(connection));
         if (closed.get()) {
             connection.close();
             checkOpen("connect");
-        }
-        ch.writeAndFlush(EthernetWire.hello(ch.alloc(), peer.secret(), context.rank(), context.remoteRank(),
-                context.tag()));
-        try {
-            connection.accepted().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            connection.close();
-            throw error(ErrorCode.TIMEOUT, context, "the peer did not accept the ETHERNET connection within "
-                    + CONNECT_TIMEOUT.toMillis() + " ms");
-        } catch (ExecutionException e) {
-            connection.close();
-            throw e.getCause() instanceof JmscclppException je ? je
-                    : error(ErrorCode.REMOTE_ERROR, context, "the ETHERNET handshake failed: " + e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            connection.close();
-            throw error(ErrorCode.ABORTED, context, "interrupted during the ETHERNET handshake");
         }
         return connection;
     }
@@ -325,7 +280,6 @@ final class EthernetSession implements TransportProvider.Session {
         closing.add(listener.close());
         for (EthernetConnection c : List.copyOf(outbound)) {
             c.close();
-            closing.add(c.closeFuture());
         }
         for (Channel ch : List.copyOf(inbound)) {
             closing.add(ch.close());

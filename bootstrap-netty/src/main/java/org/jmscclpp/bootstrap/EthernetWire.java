@@ -211,10 +211,13 @@ final class EthernetWire {
     }
 
     static ByteBuf token(ByteBufAllocator alloc, long sequence, long region, long offset, long value) {
-        ByteBuf out = alloc.directBuffer(HEADER_BYTES + Long.BYTES);
+        return token(alloc.directBuffer(HEADER_BYTES + Long.BYTES), sequence, region, offset, value);
+    }
+
+    /** Appends a whole TOKEN frame to {@code out}; returns it. */
+    static ByteBuf token(ByteBuf out, long sequence, long region, long offset, long value) {
         header(out, TOKEN, Long.BYTES, sequence, region, offset);
-        out.writeLongLE(value);
-        return out;
+        return out.writeLongLE(value);
     }
 
     static ByteBuf ack(ByteBufAllocator alloc, long sequence) {

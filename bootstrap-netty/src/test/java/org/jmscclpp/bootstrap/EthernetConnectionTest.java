@@ -137,6 +137,45 @@ class EthernetConnectionTest {
     }
 
     /**
+     * Several threads write and block on flushes of one connection at once: one at a time reads
+     * the acks on its own thread, the others wait as subscribers; every flush completes and every
+     * byte lands.
+     */
+    @Test
+    void concurrentBlockingFlushesAllComplete() throws Exception {
+        int threads = 4;
+        int rounds = 200;
+        int bytes = 4096;
+        onBothRanks(s -> {
+            MemorySegment src = s.source.hostSegment();
+            for (int i = 0; i < threads * bytes; i++) {
+                src.set(ValueLayout.JAVA_BYTE, i, (byte) (s.rank * 7 + i));
+            }
+            List<CompletableFuture<Void>> writers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long at = (long) t * bytes;
+                writers.add(CompletableFuture.runAsync(() -> {
+                    for (int r = 0; r < rounds; r++) {
+                        s.connection.write(s.remote, at, s.localSource, at, bytes);
+                        if (r % 2 == 0) {
+                            s.connection.flush(EthernetScenario.TIMEOUT).block();
+                        } else {
+                            s.connection.flush(EthernetScenario.TIMEOUT).then().block(EthernetScenario.TIMEOUT);
+                        }
+                    }
+                }, r -> Thread.ofPlatform().name("writer-" + s.rank).start(r)));
+            }
+            writers.forEach(w -> w.orTimeout(60, TimeUnit.SECONDS).join());
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+            MemorySegment got = s.buffer.hostSegment();
+            for (int i = 0; i < threads * bytes; i++) {
+                assertEquals((byte) (s.peer * 7 + i), got.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+            }
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+        });
+    }
+
+    /**
      * Staged path: the source is copied into staging chunks, the bodies gathered and applied off
      * the event loop, as for device memory.
      */
@@ -319,13 +358,29 @@ class EthernetConnectionTest {
                     var reg = mem.registerMemory(buffer, org.jmscclpp.core.TransportFlags.of(
                             org.jmscclpp.core.Transport.ETHERNET));
                     c.write(reg, 0, reg, 0, 64);
-                    JmscclppException e = assertThrows(JmscclppException.class,
-                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)));
-                    assertEquals(ErrorCode.TIMEOUT, e.code());
-                    assertEquals(3, e.rank());
-                    assertEquals(4, e.peer());
-                    assertEquals(5, e.tag());
-                    assertEquals("flush", e.phase());
+                    // blocked on: the caller waits in its own selector; subscribed to: the ack thread keeps the deadline
+                    List<org.junit.jupiter.api.function.Executable> waits = List.of(
+                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)),
+                            () -> c.flush(Duration.ofMillis(300)).block(),
+                            () -> c.flush(Duration.ofMillis(300)).then().block(Duration.ofSeconds(10)));
+                    for (var wait : waits) {
+                        long t0 = System.nanoTime();
+                        JmscclppException e = assertThrows(JmscclppException.class, wait);
+                        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                        assertTrue(ms >= 290, "failed after " + ms + " ms, before its deadline");
+                        assertEquals(ErrorCode.TIMEOUT, e.code());
+                        assertEquals(3, e.rank());
+                        assertEquals(4, e.peer());
+                        assertEquals(5, e.tag());
+                        assertEquals("flush", e.phase());
+                    }
+                    // Mono.block(limit) shorter than the flush's own deadline: Reactor's exception
+                    IllegalStateException limit = assertThrows(IllegalStateException.class,
+                            () -> c.flush(Duration.ofSeconds(30)).block(Duration.ofMillis(100)));
+                    assertTrue(limit.getMessage().startsWith("Timeout on blocking read"), limit.getMessage());
+                    // the peer acknowledges now: a blocked flush completes on the ack it reads itself
+                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 1, 0, 0, 0));
+                    c.flush(Duration.ofSeconds(10)).block();
                     reg.close();
                 }
             }
