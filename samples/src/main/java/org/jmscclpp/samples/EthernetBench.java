@@ -22,7 +22,8 @@ import org.jspecify.annotations.Nullable;
 final class EthernetBench {
 
     static final String SYNOPSIS =
-            "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 200] [--warmup 200] [--turns 5000]";
+            "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 200] [--warmup 200] [--turns 5000] "
+            + "[--jit-warmup 20000]";
 
     /** ETHERNET GB/s over raw TCP GB/s that the target asks for, from {@link #TARGET_FROM} bytes up. */
     static final double TARGET = 0.8;
@@ -82,9 +83,11 @@ final class EthernetBench {
         String error = measure(o, rows, pings, err);
         out.println(BootstrapBench.machine());
         out.printf(Locale.ROOT, "ETHERNET (host backend) beside a raw TCP socket pair (java.nio, TCP_NODELAY), same "
-                + "transfers, same run; per size: write + flush of the whole size, %d timed iterations after %d "
-                + "warm-up, fewer where a size would move more than %d MiB timed (at least %d); GB = 1e9 B%n%n",
-                o.iters(), o.warmup(), EthernetBenchRankSample.BUDGET >> 20, EthernetBenchRankSample.MIN_ITERS);
+                + "transfers, same run; first a JIT warm-up of %d untimed transfers of %s on each; per size: write + "
+                + "flush of the whole size, %d timed iterations after %d warm-up, fewer where a size would move more "
+                + "than %d MiB timed (at least %d), in %d rounds alternating the transports, the median round "
+                + "shown; GB = 1e9 B%n%n", o.jitWarmup(), ByteSizes.label(o.jitWarmupBytes()), o.iters(), o.warmup(),
+                EthernetBenchRankSample.BUDGET >> 20, EthernetBenchRankSample.MIN_ITERS, EthernetBenchRankSample.ROUNDS);
         out.print(table(rows));
         out.println(targetLine(rows));
         out.println();

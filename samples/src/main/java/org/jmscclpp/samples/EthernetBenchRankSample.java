@@ -32,12 +32,20 @@ import org.jmscclpp.core.host.HostBackend;
  * bytes for {@code ETHERNET}, builds a mesh over it (connection, peer's buffer, semaphore) and
  * opens a {@link RawTcpLink} beside it. Then:
  * <ol>
+ *   <li>JIT warm-up: {@code jit-warmup} untimed write + flush of {@link #JIT_WARMUP_BYTES} over
+ *       ETHERNET, then as many transfers over the raw socket. The ETHERNET path runs through more
+ *       Java code (Netty's pipeline, the receiver's checks, Reactor) than the raw socket's few
+ *       methods, and the JIT compiles it fully only after some ten thousand frames: measured on
+ *       the 2-core CI machine, a 1 KiB write + flush took 200 to 300 µs after 200 warm-up
+ *       round trips and 87 µs after 20000. Without it the first sizes measure the compiler;</li>
  *   <li>for every size from {@code min} to {@code max} (×4 steps), rank 0 times iterations of
  *       {@link Connection#write} of the whole size into rank 1's buffer plus
  *       {@link Connection#flush} (stamping the source before each, untimed, as {@code bench write}
- *       does), tells rank 1 over the bootstrap the last iteration and a checksum, and rank 1 checks
- *       its buffer and answers; then the same iterations over the raw socket, rank 1 reading each
- *       transfer into the same buffer and acking it;</li>
+ *       does), and the same iterations over the raw socket, rank 1 reading each transfer into a
+ *       buffer beside it and acking it. The timed iterations run in {@link #ROUNDS} rounds that
+ *       alternate the transports; each transport reports its median round. Then rank 0 tells rank 1
+ *       over the bootstrap the last ETHERNET iteration and a checksum, and rank 1 checks its buffer
+ *       and answers;</li>
  *   <li>ping-pong of one int: {@code turns} round trips of write 4 bytes + {@code signal} (an
  *       {@code updateAndSync}) / wait for the peer's signal on the calling thread, then as many
  *       over the raw socket; each after as many untimed turns, and each turn's int checked by its
@@ -57,11 +65,18 @@ final class EthernetBenchRankSample implements Sample {
     /** Bytes each size moves in its timed iterations, at most, per transport (warm-up: a quarter of it). */
     static final long BUDGET = 512L << 20;
     static final int MIN_ITERS = 3;
+    /** Timed rounds per size, alternating the transports; each reports its median round. */
+    static final int ROUNDS = 5;
+    /**
+     * Transfer size of the JIT warm-up that comes before every measurement: 64 KiB frames take
+     * every step of the receiving path (header read into a pooled buffer, body read into place).
+     */
+    static final long JIT_WARMUP_BYTES = 64 << 10;
 
     private static final int TAG = 0x4554;   // "ET": bootstrap tag of the check messages
     private static final long SEED = 0x6A6D7363636C7070L;
 
-    record Options(long min, long max, int iters, int warmup, int turns) {
+    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup) {
         /** The sizes measured: min, 4 min, 16 min, ... up to max. */
         List<Long> sizes() {
             List<Long> out = new ArrayList<>();
@@ -78,6 +93,11 @@ final class EthernetBenchRankSample implements Sample {
          */
         int warmupTurns() {
             return turns;
+        }
+
+        /** The size of the JIT warm-up's transfers: {@link #JIT_WARMUP_BYTES}, or max when smaller. */
+        long jitWarmupBytes() {
+            return Math.min(JIT_WARMUP_BYTES, max);
         }
     }
 
@@ -110,16 +130,30 @@ final class EthernetBenchRankSample implements Sample {
                 try (RawTcpLink raw = RawTcpLink.open(bs, rank, env.rootAddress(), OP_TIMEOUT)) {
                     if (rank == 0) {
                         fillRandom(buffer.hostSegment());
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            connection.write(remote, 0, memory, 0, o.jitWarmupBytes());
+                            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+                        }
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            raw.send(buffer.hostSegment(), o.jitWarmupBytes());
+                        }
                         for (long size : o.sizes()) {
                             System.out.println(measure(bs, connection, remote, memory, raw, size, o));
                             System.out.flush();
                         }
                     } else {
-                        for (long size : o.sizes()) {
-                            check(bs, buffer.hostSegment());
-                            int transfers = warmupFor(size, o.warmup()) + itersFor(size, o.iters());
-                            for (int i = 0; i < transfers; i++) {
-                                raw.receive(buffer.hostSegment());
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            raw.receive(buffer.hostSegment());
+                        }
+                        // raw TCP lands in memory of the same kind beside the ETHERNET buffer, which
+                        // holds what rank 1 checks
+                        try (DeviceBuffer rawLanding = backend.allocate(o.max())) {
+                            for (long size : o.sizes()) {
+                                int transfers = warmupFor(size, o.warmup()) + itersFor(size, o.iters());
+                                for (int i = 0; i < transfers; i++) {
+                                    raw.receive(rawLanding.hostSegment());
+                                }
+                                check(bs, buffer.hostSegment());
                             }
                         }
                     }
@@ -138,44 +172,75 @@ final class EthernetBenchRankSample implements Sample {
         return Main.OK;
     }
 
-    /** Rank 0's part for one size: ETHERNET, rank 1's check, raw TCP; returns its ETH line. */
+    /**
+     * Rank 0's part for one size: the warm-up iterations on each transport, then {@link #ROUNDS}
+     * rounds that alternate ETHERNET and raw TCP (so both see the same moments of a noisy host),
+     * then rank 1's check of the last ETHERNET iteration; returns its ETH line with each
+     * transport's median round.
+     */
     private static String measure(TcpBootstrap bs, Connection connection, RegisteredMemory remote,
                                   RegisteredMemory local, RawTcpLink raw, long size, Options o) throws IOException {
         int iters = itersFor(size, o.iters());
         int warmup = warmupFor(size, o.warmup());
         MemorySegment src = local.hostSegment();
-        long ethNanos = 0;
-        for (int i = 0; i < warmup + iters; i++) {
-            WriteBenchRankSample.stamp(src, size, i);
-            long t = System.nanoTime();
-            connection.write(remote, 0, local, 0, size);
-            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
-            long d = System.nanoTime() - t;
-            if (i >= warmup) {
-                ethNanos += d;
-            }
+        int eth = 0;
+        for (; eth < warmup; eth++) {
+            ethernetTransfer(connection, remote, local, size, eth);
         }
-        // the flush above means rank 1 has applied every byte: it may check as soon as it hears
-        int last = warmup + iters - 1;
-        byte[] claim = ByteBuffer.allocate(3 * Long.BYTES).putLong(size).putLong(last)
-                .putLong(WriteBenchRankSample.checksum(src, size)).array();
+        for (int i = 0; i < warmup; i++) {
+            rawTransfer(raw, src, size, i);
+        }
+        int rounds = Math.min(ROUNDS, iters);
+        double[] ethGbps = new double[rounds];
+        double[] tcpGbps = new double[rounds];
+        long claimed = 0;
+        for (int r = 0, tcp = warmup; r < rounds; r++) {
+            int n = iters / rounds + (r < iters % rounds ? 1 : 0);
+            long nanos = 0;
+            for (int i = 0; i < n; i++, eth++) {
+                nanos += ethernetTransfer(connection, remote, local, size, eth);
+            }
+            ethGbps[r] = (double) size * n / nanos;
+            // the flushes above mean rank 1 holds the last iteration's bytes; raw TCP stamps the
+            // source again, so take the checksum now
+            claimed = WriteBenchRankSample.checksum(src, size);
+            nanos = 0;
+            for (int i = 0; i < n; i++, tcp++) {
+                nanos += rawTransfer(raw, src, size, tcp);
+            }
+            tcpGbps[r] = (double) size * n / nanos;
+        }
+        byte[] claim = ByteBuffer.allocate(3 * Long.BYTES).putLong(size).putLong(eth - 1).putLong(claimed).array();
         Blocking.done(bs.send(1, TAG, claim, OP_TIMEOUT), OP_TIMEOUT, 0, "send the check of " + size + " B");
         String verdict = new String(Blocking.value(bs.recv(1, TAG, OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0,
                 "receive the check of " + size + " B"), StandardCharsets.UTF_8);
-
-        long tcpNanos = 0;
-        for (int i = 0; i < warmup + iters; i++) {
-            WriteBenchRankSample.stamp(src, size, i);
-            long t = System.nanoTime();
-            raw.send(src, size);
-            long d = System.nanoTime() - t;
-            if (i >= warmup) {
-                tcpNanos += d;
-            }
-        }
-        double moved = (double) size * iters;
         return String.format(Locale.ROOT, "ETH size=%d iters=%d warmup=%d eth_gbps=%.4f tcp_gbps=%.4f check=%s",
-                size, iters, warmup, moved / ethNanos, moved / tcpNanos, verdict);
+                size, iters, warmup, median(ethGbps), median(tcpGbps), verdict);
+    }
+
+    /** One ETHERNET iteration: stamp the source (untimed), write + flush; returns its nanoseconds. */
+    private static long ethernetTransfer(Connection connection, RegisteredMemory remote, RegisteredMemory local,
+                                         long size, int iteration) {
+        WriteBenchRankSample.stamp(local.hostSegment(), size, iteration);
+        long t = System.nanoTime();
+        connection.write(remote, 0, local, 0, size);
+        connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+        return System.nanoTime() - t;
+    }
+
+    /** The same over the raw socket. */
+    private static long rawTransfer(RawTcpLink raw, MemorySegment src, long size, int iteration) throws IOException {
+        WriteBenchRankSample.stamp(src, size, iteration);
+        long t = System.nanoTime();
+        raw.send(src, size);
+        return System.nanoTime() - t;
+    }
+
+    static double median(double[] values) {
+        double[] v = values.clone();
+        java.util.Arrays.sort(v);
+        int m = v.length / 2;
+        return v.length % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
     }
 
     /** Rank 1's check of one size's ETHERNET transfers. */
@@ -276,6 +341,7 @@ final class EthernetBenchRankSample implements Sample {
         int iters = 200;
         int warmup = 200;
         int turns = 5000;
+        int jitWarmup = 20_000;
         for (int i = 0; i < args.size(); i += 2) {
             String opt = args.get(i);
             String v = BenchArgs.value(args, i);
@@ -285,6 +351,7 @@ final class EthernetBenchRankSample implements Sample {
                 case "--iters" -> iters = BenchArgs.count(opt, v, 1);
                 case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
                 case "--turns" -> turns = BenchArgs.count(opt, v, 1);
+                case "--jit-warmup" -> jitWarmup = BenchArgs.count(opt, v, 0);
                 default -> throw new IllegalArgumentException("unknown option " + opt);
             }
         }
@@ -292,12 +359,12 @@ final class EthernetBenchRankSample implements Sample {
         if (max > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
         }
-        return new Options(min, max, iters, warmup, turns);
+        return new Options(min, max, iters, warmup, turns, jitWarmup);
     }
 
     static List<String> args(Options o) {
         return List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
                 Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
-                Integer.toString(o.turns()));
+                Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()));
     }
 }

@@ -16,7 +16,7 @@ class EthernetBenchTest {
     @Timeout(180)
     void benchEthernetWithTinySizesPrintsBothTables() {
         MainRun r = MainRun.of("bench", "ethernet", "--min", "1K", "--max", "16K", "--iters", "3", "--warmup", "1",
-                "--turns", "20");
+                "--turns", "20", "--jit-warmup", "50");
         assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
@@ -57,10 +57,13 @@ class EthernetBenchTest {
     @Test
     void defaultsAndSizes() {
         EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
-        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 200, 200, 5000), o);
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 200, 200, 5000, 20_000), o);
         assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
                 64L << 20), o.sizes());
         assertEquals(5000, o.warmupTurns());
+        assertEquals(64 << 10, o.jitWarmupBytes());
+        assertEquals(16 << 10, EthernetBenchRankSample.parse(List.of("--max", "16K", "--jit-warmup", "0")).jitWarmupBytes());
+        assertEquals(0, EthernetBenchRankSample.parse(List.of("--jit-warmup", "0")).jitWarmup());
         assertEquals(EthernetBenchRankSample.MIN_ITERS, EthernetBenchRankSample.itersFor(1L << 30, 100));
         assertEquals(8, EthernetBenchRankSample.itersFor(64L << 20, 100));
     }
