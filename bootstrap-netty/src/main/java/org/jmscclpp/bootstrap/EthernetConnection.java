@@ -630,7 +630,7 @@ final class EthernetConnection implements Connection {
         return context;
     }
 
-    /** The local endpoint's setting; writes are bounded by the socket's water mark rather than a count. */
+    /** The local endpoint's setting; writes are bounded by the socket's own buffer (the writer waits), not a count. */
     @Override
     public int maxWriteQueueSize() {
         return local.maxWriteQueueSize();
