@@ -208,7 +208,7 @@ final class EthernetAckReader implements Runnable {
                 flusherSelector = s;
             }
         }
-        s.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos + 999_999)));
+        s.select(selectMillis(nanos));
         s.selectedKeys().clear();
     }
 
@@ -270,11 +270,20 @@ final class EthernetAckReader implements Runnable {
         return true;
     }
 
-    private static void closeQuietly(java.io.Closeable c) {
+    /** Closes {@code c} (nothing when null), ignoring what closing throws: the caller reports what went before. */
+    static void closeQuietly(java.io.@Nullable Closeable c) {
+        if (c == null) {
+            return;
+        }
         try {
             c.close();
         } catch (IOException ignored) {
             // closing: nothing more to report
         }
+    }
+
+    /** A wait of {@code nanos} as a selector's timeout: milliseconds rounded up, at least 1 (0 means forever). */
+    static long selectMillis(long nanos) {
+        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos + 999_999));
     }
 }

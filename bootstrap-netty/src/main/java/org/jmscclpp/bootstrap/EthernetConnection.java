@@ -130,11 +130,11 @@ final class EthernetConnection implements Connection {
         try {
             socket = SocketChannel.open();
             socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            socket.socket().connect(peer.address(), (int) Math.max(1, millisUntil(deadline)));
+            socket.socket().connect(peer.address(), (int) EthernetAckReader.selectMillis(deadline - System.nanoTime()));
             socket.configureBlocking(false);
             c = new EthernetConnection(session, local, context, socket);
         } catch (IOException e) {
-            closeQuietly(socket);
+            EthernetAckReader.closeQuietly(socket);
             throw EthernetSession.error(e instanceof SocketTimeoutException ? ErrorCode.TIMEOUT
                     : ErrorCode.REMOTE_ERROR, context, "cannot reach the peer's ETHERNET listener at " + peer.address()
                     + ": " + e);
@@ -172,10 +172,6 @@ final class EthernetConnection implements Connection {
             c.close();
             throw e;
         }
-    }
-
-    private static long millisUntil(long deadline) {
-        return TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime() + 999_999);
     }
 
     EthernetSession session() {
@@ -277,10 +273,10 @@ final class EthernetConnection implements Connection {
                 if (wait <= 0) {
                     fail(error(ErrorCode.TIMEOUT, phase, "the socket to the peer stayed full for " + WRITE_WAIT_SECONDS
                             + " s (" + (sent - acked) + " frames unacknowledged)"));
-                    closeQuietly(socket);
+                    EthernetAckReader.closeQuietly(socket);
                     throw again(failureOr(phase), phase);
                 }
-                writable.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait)));
+                writable.select(EthernetAckReader.selectMillis(wait));
                 writable.selectedKeys().clear();
             }
         } catch (IOException e) {
@@ -299,7 +295,7 @@ final class EthernetConnection implements Connection {
         acks.awaitEnd(PeerLinks.DRAIN_AFTER_FAILURE_MS);
         fail(error(ErrorCode.REMOTE_ERROR, "connection", "the ETHERNET connection to rank " + context.remoteRank()
                 + " broke while writing (the peer died or reset it): " + e));
-        closeQuietly(socket);
+        EthernetAckReader.closeQuietly(socket);
         return again(failureOr(phase), phase);
     }
 
@@ -520,7 +516,7 @@ final class EthernetConnection implements Connection {
                 w.sink().error(flushTimeout(w.timeout()));
             }
         }
-        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(next - now + 999_999));
+        return EthernetAckReader.selectMillis(next - now);
     }
 
     /** An ACK arrived; returns why it is wrong, or null. Runs on the ack thread. */
@@ -576,15 +572,23 @@ final class EthernetConnection implements Connection {
             if (failure == null) {
                 failure = e;
             }
-            toFail = new ArrayList<>();
-            waiters.forEach(w -> toFail.add(w.sink()));
-            waiters.clear();
+            toFail = takeWaiters();
         }
         JmscclppException f = failureOr("connection");
         accepted.completeExceptionally(f);
         toFail.forEach(s -> s.error(again(f, "flush")));
         writable.wakeup();
         acks.wakeFlusher();
+    }
+
+    /** Removes every waiting flush; returns their sinks, for the caller to end outside the lock. */
+    private List<MonoSink<Void>> takeWaiters() {
+        synchronized (waiters) {
+            List<MonoSink<Void>> out = new ArrayList<>(waiters.size());
+            waiters.forEach(w -> out.add(w.sink()));
+            waiters.clear();
+            return out;
+        }
     }
 
     private JmscclppException again(JmscclppException f, String phase) {
@@ -595,17 +599,6 @@ final class EthernetConnection implements Connection {
     private JmscclppException error(ErrorCode code, String phase, String detail) {
         return JmscclppException.builder(code, detail).rank(context.rank()).peer(context.remoteRank())
                 .tag(context.tag()).phase(phase).build();
-    }
-
-    private static void closeQuietly(@Nullable SocketChannel socket) {
-        if (socket == null) {
-            return;
-        }
-        try {
-            socket.close();
-        } catch (IOException ignored) {
-            // closing after a failure: the failure is what gets reported
-        }
     }
 
     // ------------------------------------------------------------------ the rest
@@ -651,15 +644,9 @@ final class EthernetConnection implements Connection {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        List<MonoSink<Void>> toFail;
-        synchronized (waiters) {
-            toFail = new ArrayList<>();
-            waiters.forEach(w -> toFail.add(w.sink()));
-            waiters.clear();
-        }
-        toFail.forEach(s -> s.error(ConnectionChecks.invalid(context, "flush", "the connection was closed")));
+        takeWaiters().forEach(s -> s.error(ConnectionChecks.invalid(context, "flush", "the connection was closed")));
         accepted.completeExceptionally(ConnectionChecks.invalid(context, "connect", "the connection was closed"));
-        closeQuietly(socket);
+        EthernetAckReader.closeQuietly(socket);
         writable.wakeup();
         acks.wakeup();
         acks.awaitEnd(CLOSE_WAIT_MS);
