@@ -3,7 +3,7 @@ package org.jmscclpp.samples;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 
-/** Arithmetic of the bootstrap benchmark: slowest rank per iteration, medians, and the long[] exchange. */
+/** Arithmetic of the benchmarks: slowest rank per iteration, medians, and the long[] exchange. */
 final class BenchStats {
 
     private BenchStats() {
@@ -11,10 +11,15 @@ final class BenchStats {
 
     /** Median of {@code values} (mean of the two middle values for an even count); the array is not changed. */
     static double median(long[] values) {
+        return median(Arrays.stream(values).asDoubleStream().toArray());
+    }
+
+    /** Median of {@code values} (mean of the two middle values for an even count); the array is not changed. */
+    static double median(double[] values) {
         if (values.length == 0) {
             throw new IllegalArgumentException("median of nothing");
         }
-        long[] s = values.clone();
+        double[] s = values.clone();
         Arrays.sort(s);
         int mid = s.length / 2;
         return s.length % 2 == 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2.0;

@@ -215,7 +215,7 @@ final class EthernetBenchRankSample implements Sample {
         String verdict = new String(Blocking.value(bs.recv(1, TAG, OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0,
                 "receive the check of " + size + " B"), StandardCharsets.UTF_8);
         return String.format(Locale.ROOT, "ETH size=%d iters=%d warmup=%d eth_gbps=%.4f tcp_gbps=%.4f check=%s",
-                size, iters, warmup, median(ethGbps), median(tcpGbps), verdict);
+                size, iters, warmup, BenchStats.median(ethGbps), BenchStats.median(tcpGbps), verdict);
     }
 
     /** One ETHERNET iteration: stamp the source (untimed), write + flush; returns its nanoseconds. */
@@ -234,13 +234,6 @@ final class EthernetBenchRankSample implements Sample {
         long t = System.nanoTime();
         raw.send(src, size);
         return System.nanoTime() - t;
-    }
-
-    static double median(double[] values) {
-        double[] v = values.clone();
-        java.util.Arrays.sort(v);
-        int m = v.length / 2;
-        return v.length % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
     }
 
     /** Rank 1's check of one size's ETHERNET transfers. */
