@@ -14,9 +14,10 @@ import org.jmscclpp.core.JmscclppException;
  * {@link #FP8_E4M3}, {@link #FP8_E5M2}) accumulate in fp32 and round once, to nearest even, when
  * the result is stored; {@link #FLOAT32} accumulates in fp32 and {@link #FLOAT64} in fp64. The fp8
  * types are the OCP formats NVIDIA calls {@code __nv_fp8_e4m3} (no infinities, largest finite 448)
- * and {@code __nv_fp8_e5m2} (largest finite 57344); a result beyond the largest finite value is
- * stored as that value with its sign (PTX's {@code satfinite}). Integer sums and products wrap
- * around in the type's width.
+ * and {@code __nv_fp8_e5m2} (largest finite 57344); a result beyond the largest finite value,
+ * infinity included, is stored as that value with its sign (PTX's {@code satfinite}), so no
+ * reduction stores an e5m2 infinity. Integer sums and products wrap around in the type's width.
+ * {@link Reductions} defines every result to the bit, NaNs included, and computes it on the host.
  */
 public enum DataType {
     INT8(0, 1, "int8"),

@@ -10,14 +10,17 @@ import org.jmscclpp.core.JmscclppException;
  * {@link #code()} equal to NCCL's value.
  * <ul>
  *   <li>{@link #SUM}, {@link #PROD}: in the accumulator of the type (see {@link DataType}), in rank
- *       order; integers wrap around.</li>
+ *       order; integers wrap around; a NaN result is the type's canonical quiet NaN.</li>
  *   <li>{@link #MIN}, {@link #MAX}: signed or unsigned comparison as the type says; a NaN operand
- *       makes the result NaN, as PyTorch's {@code min}/{@code max} do; {@code -0.0} and {@code +0.0} compare
- *       equal and the first in rank order is kept.</li>
- *   <li>{@link #AVG}: the sum divided by the number of ranks; for floating types in the
- *       accumulator, rounded once; for integers the wrapped sum divided with truncation toward
- *       zero.</li>
+ *       makes the result NaN, as PyTorch's {@code min}/{@code max} do: the first NaN in rank order,
+ *       quieted; {@code -0.0} and {@code +0.0} compare equal and the first in rank order is
+ *       kept.</li>
+ *   <li>{@link #AVG}: the sum divided by the number of ranks; for floating types the accumulator's
+ *       sum divided in the accumulator (one division, rounded to nearest even), then rounded once
+ *       to the type; for integers the wrapped sum divided with truncation toward zero (unsigned
+ *       division for the unsigned types).</li>
  * </ul>
+ * {@link Reductions} defines every result to the bit and computes it on the host.
  */
 public enum ReduceOp {
     SUM(0, "sum"),
