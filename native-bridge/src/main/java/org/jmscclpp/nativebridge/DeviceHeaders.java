@@ -16,7 +16,8 @@ import org.jmscclpp.core.JmscclppException;
 /**
  * The CUDA device headers that kernels include: the device side of the fifo, the semaphores, the
  * packets and the channels, each with the byte layout of the Java encoder of the same name
- * ({@code org.jmscclpp.core.DeviceHandles}). They are class-path resources under
+ * ({@code org.jmscclpp.core.DeviceHandles}), and the element-wise reductions of
+ * {@code org.jmscclpp.core.collective.Reductions}. They are class-path resources under
  * {@value #RESOURCE_ROOT}, named as kernels include them ({@code #include "jmscclpp/jmscclpp.cuh"}),
  * and include no system or CUDA header, so NVRTC compiles them with nothing but these sources:
  * {@link #sources()} gives them as NVRTC's in-memory headers, {@link #copyTo(Path)} writes them
@@ -40,6 +41,7 @@ final class DeviceHeaders {
             "jmscclpp/copy.cuh",
             "jmscclpp/port_channel.cuh",
             "jmscclpp/memory_channel.cuh",
+            "jmscclpp/reduce.cuh",
             MAIN);
 
     private DeviceHeaders() {

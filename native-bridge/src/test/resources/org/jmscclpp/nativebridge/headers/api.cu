@@ -1,7 +1,8 @@
 // Compile-only coverage of the device API: includes jmscclpp.cuh alone and instantiates every
 // function and template of it, so that a header change that breaks a rarely used verb fails
 // DeviceHeadersCompileTest (and the NVRTC check) rather than the first kernel that needs it.
-// Never launched.
+// reduce.cuh's templates (every type times every op) have a file of their own,
+// reduce/reduce_kernels.cu, compiled by ReduceHeaderCrossCheckTest. Never launched.
 #include "jmscclpp/jmscclpp.cuh"
 
 namespace api {

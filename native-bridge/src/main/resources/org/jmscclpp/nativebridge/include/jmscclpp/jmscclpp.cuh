@@ -13,5 +13,6 @@
 #include "jmscclpp/copy.cuh"
 #include "jmscclpp/port_channel.cuh"
 #include "jmscclpp/memory_channel.cuh"
+#include "jmscclpp/reduce.cuh"
 
 #endif  // JMSCCLPP_JMSCCLPP_CUH_
