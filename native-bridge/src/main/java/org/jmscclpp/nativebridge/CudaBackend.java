@@ -218,6 +218,55 @@ public final class CudaBackend implements Backend {
     }
 
     /**
+     * A stream someone else created on this GPU's context (PyTorch's {@code torch.cuda.current_stream().cuda_stream},
+     * a JCuda or JavaCPP {@code CUstream}), so that work of this project can be enqueued on it in
+     * order with the caller's own. {@link CudaStream#close()} of the returned stream destroys
+     * nothing: the stream stays its creator's, who must keep it alive while this project uses it.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the backend is closed or the
+     *                           handle is 0 (the legacy default stream, which this project does not use)
+     */
+    public CudaStream wrapStream(long handle, String name) {
+        checkOpen("wrap stream");
+        if (handle == 0) {
+            throw invalid("wrap stream", "the handle is 0, the legacy default stream: pass a stream created with"
+                    + " cuStreamCreate or cudaStreamCreate");
+        }
+        retain();
+        return new CudaStream(context, handle, name, this::unretain);
+    }
+
+    /**
+     * GPU memory someone else allocated on this backend's GPU (a PyTorch tensor's {@code data_ptr()},
+     * DJL's, JCuda's or JavaCPP's device pointer), as a buffer that copies, communicators and
+     * collectives accept: {@code bytes} from {@code pointer}. Closing it frees nothing; the memory
+     * stays its owner's, who must keep it alive while this project uses it. It can be registered
+     * for CUDA IPC when it comes from {@code cuMemAlloc}/{@code cudaMalloc} (the whole allocation
+     * around it is what a peer maps); memory of virtual-memory allocators cannot.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for a size below 1, or a range that
+     *                           is not inside one allocation of this GPU's context
+     */
+    public DeviceBuffer wrap(long pointer, long bytes) {
+        String phase = "wrap";
+        checkOpen(phase);
+        checkSize(bytes, phase);
+        context.makeCurrent();
+        long[] base = new long[1];
+        long[] span = new long[1];
+        int result = CudaDriver.cuMemGetAddressRange_v2(base, span, pointer);
+        if (result != CudaDriver.CUDA_SUCCESS) {
+            throw invalid(phase, "0x" + Long.toHexString(pointer) + " is not GPU memory of this context ("
+                    + CudaDriver.describe(result) + ")");
+        }
+        if (pointer - base[0] > span[0] - bytes) {
+            throw invalid(phase, bytes + " bytes at 0x" + Long.toHexString(pointer) + " run past the end of its"
+                    + " allocation (" + span[0] + " bytes at 0x" + Long.toHexString(base[0]) + ")");
+        }
+        return new CudaBuffer(this, CudaBuffer.Kind.EXTERNAL, pointer, bytes, base[0], span[0], 0);
+    }
+
+    /**
      * Loads a cubin ({@link KernelCompiler}'s output) into this GPU's context.
      *
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the driver rejects the image
@@ -419,7 +468,7 @@ public final class CudaBackend implements Backend {
         }
         CudaBuffer b = ours(buffer, phase);
         switch (b.kind()) {
-            case DEVICE -> {
+            case DEVICE, EXTERNAL -> {
                 context.makeCurrent();
                 long[] base = new long[1];
                 long[] span = new long[1];
@@ -631,6 +680,7 @@ public final class CudaBackend implements Backend {
             case DEVICE -> CudaDriver.cuMemFree_v2(buffer.base());
             case PINNED_HOST -> CudaDriver.cuMemFreeHost(buffer.base());
             case IPC_MAPPING -> closeOpening(buffer.base());
+            case EXTERNAL -> CudaDriver.CUDA_SUCCESS;
             case VMM, VMM_MAPPING -> {
                 int unmap = CudaDriver.cuMemUnmap(buffer.base(), buffer.span());
                 int free = CudaDriver.cuMemAddressFree(buffer.base(), buffer.span());
@@ -676,6 +726,15 @@ public final class CudaBackend implements Backend {
 
     public boolean isClosed() {
         return closed.get();
+    }
+
+    /**
+     * Whether {@code buffer} (or the buffer a {@linkplain DeviceBuffer#slice slice} is part of) is
+     * memory of this backend: allocated, mapped or {@linkplain #wrap wrapped} by it, and open.
+     */
+    public boolean owns(DeviceBuffer buffer) {
+        return org.jmscclpp.core.DeviceBufferSlice.root(buffer) instanceof CudaBuffer b && b.backend() == this
+                && !b.isClosed();
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Memory of the CUDA backend: one class for the five ways it comes to be, each released its own
+ * Memory of the CUDA backend: one class for the six ways it comes to be, each released its own
  * way on {@link #close()}.
  */
 final class CudaBuffer implements DeviceBuffer {
@@ -24,7 +24,9 @@ final class CudaBuffer implements DeviceBuffer {
         /** A peer's {@code cuMemAlloc} buffer opened with {@code cuIpcOpenMemHandle}; closed with {@code cuIpcCloseMemHandle}. */
         IPC_MAPPING,
         /** A peer's VMM allocation imported from its file descriptor and mapped; unmapped and released. */
-        VMM_MAPPING
+        VMM_MAPPING,
+        /** Memory of someone else's ({@link CudaBackend#wrap}): a PyTorch tensor's, JCuda's; nothing released. */
+        EXTERNAL
     }
 
     private final CudaBackend backend;

@@ -29,6 +29,8 @@ public final class CudaStream implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Run once after the stream is destroyed (a backend's stream gives back its hold on the context). */
     private final Runnable onClose;
+    /** Whether this object created the stream (and so destroys it on close). */
+    private final boolean owned;
 
     CudaStream(CudaContext context, String name) {
         this(context, name, () -> { });
@@ -38,10 +40,20 @@ public final class CudaStream implements AutoCloseable {
         this.context = context;
         this.name = name;
         this.onClose = onClose;
+        this.owned = true;
         context.makeCurrent();
         long[] stream = new long[1];
         check(CudaDriver.cuStreamCreate(stream, CudaDriver.CU_STREAM_NON_BLOCKING), "cuStreamCreate(" + name + ")");
         this.handle = stream[0];
+    }
+
+    /** A stream someone else created ({@link CudaBackend#wrapStream}): {@link #close()} leaves it alive. */
+    CudaStream(CudaContext context, long handle, String name, Runnable onClose) {
+        this.context = context;
+        this.name = name;
+        this.onClose = onClose;
+        this.owned = false;
+        this.handle = handle;
     }
 
     /** The {@code CUstream}, for libraries that take a stream (NCCL's {@code cudaStream_t} is the same handle). */
@@ -66,6 +78,59 @@ public final class CudaStream implements AutoCloseable {
     public void launch(Kernel kernel, LaunchConfig config, KernelArgs args) {
         checkOpen();
         kernel.launch(config, args, this);
+    }
+
+    /**
+     * Enqueues a copy of {@code bytes} from {@code src} to {@code dst} (device, pinned host or peer
+     * memory mapped here: unified addresses) and returns; a CUDA graph captures it as a memcpy node.
+     *
+     * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the driver refuses
+     */
+    public void copyAsync(long dst, long src, long bytes) {
+        checkOpen();
+        if (bytes == 0) {
+            return;
+        }
+        context.makeCurrent();
+        check(CudaDriver.cuMemcpyAsync(dst, src, bytes, handle), "cuMemcpyAsync(" + bytes + " bytes on " + name + ")");
+    }
+
+    /** Enqueues setting {@code bytes} bytes at {@code dst} to {@code value}. */
+    public void fillAsync(long dst, byte value, long bytes) {
+        checkOpen();
+        if (bytes == 0) {
+            return;
+        }
+        context.makeCurrent();
+        check(CudaDriver.cuMemsetD8Async(dst, value, bytes, handle), "cuMemsetD8Async(" + bytes + " bytes on " + name
+                + ")");
+    }
+
+    /**
+     * Enqueues a write of the 64-bit {@code value} at {@code address} (device memory, or pinned host
+     * memory the GPU maps), ordered after the work enqueued before it: how a host thread learns,
+     * with a plain load, that the stream got this far.
+     */
+    public void writeValueAsync(long address, long value) {
+        checkOpen();
+        context.makeCurrent();
+        check(CudaDriver.cuStreamWriteValue64_v2(handle, address, value, CudaDriver.CU_STREAM_WRITE_VALUE_DEFAULT),
+                "cuStreamWriteValue64_v2(" + name + ")");
+    }
+
+    /**
+     * Whether everything enqueued so far finished: one {@code cuStreamQuery}; SYSTEM_ERROR when the
+     * stream failed (a kernel trapped: the context is lost).
+     */
+    public boolean isIdle() {
+        checkOpen();
+        context.makeCurrent();
+        int result = CudaDriver.cuStreamQuery(handle);
+        if (result == CudaDriver.CUDA_ERROR_NOT_READY) {
+            return false;
+        }
+        check(result, "cuStreamQuery(" + name + ")");
+        return true;
     }
 
     CudaContext context() {
@@ -238,7 +303,9 @@ public final class CudaStream implements AutoCloseable {
             }
             freeEvents.clear();
         }
-        CudaDriver.cuStreamDestroy_v2(handle);
+        if (owned) {
+            CudaDriver.cuStreamDestroy_v2(handle);
+        }
         onClose.run();
     }
 

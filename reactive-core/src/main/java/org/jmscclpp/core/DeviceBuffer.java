@@ -41,4 +41,30 @@ public interface DeviceBuffer extends AutoCloseable {
     /** Frees or unmaps the memory. Idempotent. */
     @Override
     void close();
+
+    /**
+     * A view of {@code size} bytes of this buffer from {@code offset}: what NCCL users express as
+     * {@code ptr + offset}. The view shares the memory and its lifetime: it is closed when this
+     * buffer is, and closing the view frees nothing. Slices of slices are slices of the original
+     * buffer ({@link DeviceBufferSlice#parent()}). Backends' copies, and collectives, accept views
+     * of their own buffers wherever they accept the buffers.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the range is not inside this
+     *                           buffer or {@code size} is below 1
+     */
+    default DeviceBuffer slice(long offset, long size) {
+        return DeviceBufferSlice.of(this, offset, size);
+    }
+
+    /**
+     * Host memory the caller owns ({@code segment}: native or on the heap, such as
+     * {@code MemorySegment.ofArray(float[])}), as a buffer that collectives accept and stage through
+     * their own shared memory. Not a backend's memory: it cannot be registered with a
+     * {@link Communicator} or exported, and {@link #close()} frees nothing.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for an empty or read-only segment
+     */
+    static DeviceBuffer wrap(java.lang.foreign.MemorySegment segment) {
+        return new HostSegmentBuffer(segment);
+    }
 }

@@ -23,6 +23,7 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.DeviceBufferSlice;
 import org.jmscclpp.core.DeviceType;
 import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
@@ -238,23 +239,27 @@ public final class HostBackend implements Backend {
                 + " bytes of shared memory as " + file + ": " + why).phase(phase).cause(cause).build();
     }
 
-    /** Copies between two open buffers of this backend; overlapping ranges copy as if through a temporary. */
+    /**
+     * Copies between two open buffers of this backend (or {@linkplain DeviceBuffer#slice slices} of
+     * them); overlapping ranges copy as if through a temporary.
+     */
     @Override
     public void copy(DeviceBuffer dst, long dstOffset, DeviceBuffer src, long srcOffset, long size) {
         String phase = "copy";
         SharedMemoryBuffer d = ours(dst, phase, "destination");
         SharedMemoryBuffer s = ours(src, phase, "source");
-        checkRange(d.size(), dstOffset, size, phase, "destination");
-        checkRange(s.size(), srcOffset, size, phase, "source");
-        copySegments(s.segment(), srcOffset, d.segment(), dstOffset, size, phase);
+        checkRange(dst.size(), dstOffset, size, phase, "destination");
+        checkRange(src.size(), srcOffset, size, phase, "source");
+        copySegments(s.segment(), DeviceBufferSlice.offsetInRoot(src) + srcOffset, d.segment(),
+                DeviceBufferSlice.offsetInRoot(dst) + dstOffset, size, phase);
     }
 
     @Override
     public void copyFromHost(DeviceBuffer dst, long dstOffset, MemorySegment src) {
         String phase = "copyFromHost";
         SharedMemoryBuffer d = ours(dst, phase, "destination");
-        checkRange(d.size(), dstOffset, src.byteSize(), phase, "destination");
-        copySegments(src, 0, d.segment(), dstOffset, src.byteSize(), phase);
+        checkRange(dst.size(), dstOffset, src.byteSize(), phase, "destination");
+        copySegments(src, 0, d.segment(), DeviceBufferSlice.offsetInRoot(dst) + dstOffset, src.byteSize(), phase);
     }
 
     @Override
@@ -264,8 +269,8 @@ public final class HostBackend implements Backend {
         if (dst.isReadOnly()) {
             throw invalid(phase, "the destination segment is read-only");
         }
-        checkRange(s.size(), srcOffset, dst.byteSize(), phase, "source");
-        copySegments(s.segment(), srcOffset, dst, 0, dst.byteSize(), phase);
+        checkRange(src.size(), srcOffset, dst.byteSize(), phase, "source");
+        copySegments(s.segment(), DeviceBufferSlice.offsetInRoot(src) + srcOffset, dst, 0, dst.byteSize(), phase);
     }
 
     private static void copySegments(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long size,
@@ -279,8 +284,9 @@ public final class HostBackend implements Backend {
         }
     }
 
+    /** The buffer of this backend that {@code buffer} is, or is a slice of. */
     private SharedMemoryBuffer ours(DeviceBuffer buffer, String phase, String which) {
-        if (!(buffer instanceof SharedMemoryBuffer b) || b.backend() != this) {
+        if (!(DeviceBufferSlice.root(buffer) instanceof SharedMemoryBuffer b) || b.backend() != this) {
             throw invalid(phase, "the " + which + " is not a buffer of this host backend: " + buffer);
         }
         if (b.isClosed()) {
@@ -313,6 +319,9 @@ public final class HostBackend implements Backend {
         String phase = "exportMemory";
         if (transport != Transport.HOST_IPC) {
             throw invalid(phase, "the host backend exports memory over HOST_IPC only, not " + transport);
+        }
+        if (buffer instanceof DeviceBufferSlice) {
+            throw invalid(phase, "export the buffer itself, not a slice of it: " + buffer);
         }
         SharedMemoryBuffer b = ours(buffer, phase, "exported");
         if (!b.isOwner()) {

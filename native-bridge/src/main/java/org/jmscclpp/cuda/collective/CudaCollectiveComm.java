@@ -1,0 +1,906 @@
+package org.jmscclpp.cuda.collective;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.collective.AbstractCollectiveComm;
+import org.jmscclpp.core.collective.Algorithm;
+import org.jmscclpp.core.collective.CallDescriptor;
+import org.jmscclpp.core.collective.CollectiveCall;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveGroup;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.CollectiveOptions;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.nativebridge.CudaBackend;
+import org.jmscclpp.nativebridge.CudaStream;
+import org.jmscclpp.nativebridge.Kernel;
+import org.jmscclpp.nativebridge.KernelArgs;
+import org.jmscclpp.nativebridge.LaunchConfig;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The CUDA backend's collective communicator: the GPUs of one host over CUDA IPC, with the kernels
+ * of {@code collectives.cu} (whose header comment is the device side's contract).
+ *
+ * <h2>Two forms of every call</h2>
+ * The {@link CollectiveComm} methods return Monos: the calls are enqueued on the communicator's own
+ * stream when subscribed, followed by a write of the batch's number into pinned host memory that a
+ * completion thread watches with plain loads, so a call costs one launch and no driver query to
+ * complete. {@link #on(CudaStream)} gives the other form: the same calls enqueued on the caller's
+ * stream (one of {@link CudaBackend#createStream} or, wrapped with {@link CudaBackend#wrapStream},
+ * PyTorch's or JCuda's), returning at once, ordered with the caller's own work and capturable in a
+ * CUDA graph: everything one call hands the next lives in device memory and is advanced by the
+ * kernels.
+ *
+ * <h2>Algorithms</h2>
+ * Per kind, {@code ll16} (one shot with LL16 packets through the communicator's scratch, on any
+ * buffers) for small calls and a direct algorithm for large ones: on registered buffers the peers'
+ * buffers are read and written in place; otherwise the data is staged through the scratch's IN and
+ * OUT areas, in pieces of {@link #STAGED_BYTES} (copies on the stream before and after each piece).
+ * Sends and receives are pulled by the receiver. The committed tuning table ({@value #TUNING})
+ * chooses between them.
+ *
+ * <h2>Errors</h2>
+ * Ranks whose calls differ stop in the kernels (see the kernel file) and this rank's completion
+ * reports INVALID_USAGE with both descriptors; a stream that fails (a wait passed its device
+ * deadline, which is the communicator's timeout) is SYSTEM_ERROR, a call past its deadline TIMEOUT,
+ * a dead peer REMOTE_ERROR. {@link #asyncError()} reads the device's error record for the stream
+ * form, as {@code ncclCommGetAsyncError} does.
+ */
+public final class CudaCollectiveComm extends AbstractCollectiveComm {
+
+    /** The engine's committed tuning table, a class-path resource. */
+    public static final String TUNING = "org/jmscclpp/cuda/collective/tuning-cuda.txt";
+    static final String KERNELS = "org/jmscclpp/cuda/collective/collectives.cu";
+    static final String TOPOLOGY = "nvlink";
+
+    static final int MAX_RANKS = 8;
+    static final int THREADS = 512;
+    static final int LL_MAX_BLOCKS = 128;
+    static final int MAX_BLOCKS = 64;
+    static final int MAX_REGISTRATIONS = 4096;
+    static final int MAX_P2P = 32;
+    static final int RUN_WORDS = 128;
+    /** Bytes of payload one rank sends one peer in an ll16 call, at most. */
+    static final long LL_MAX_BYTES = 1L << 20;
+    /** Bytes of each staged area (IN and OUT) by default. */
+    static final long STAGED_BYTES = 64L << 20;
+
+    static final Algorithm ALL_REDUCE_LL = new Algorithm(CollectiveKind.ALL_REDUCE, "ll16", 1,
+            "one shot: every rank sends its data to every peer as LL16 packets and reduces what it gets");
+    static final Algorithm ALL_REDUCE_RSAG = new Algorithm(CollectiveKind.ALL_REDUCE, "rsag", 2,
+            "rank r reduces its share of every rank's buffer over NVLink and stores the result into every rank's");
+    static final Algorithm ALL_GATHER_LL = new Algorithm(CollectiveKind.ALL_GATHER, "ll16", 3,
+            "one shot: every rank sends its slice to every peer as LL16 packets");
+    static final Algorithm ALL_GATHER_MEMORY = new Algorithm(CollectiveKind.ALL_GATHER, "memory", 4,
+            "every rank stores its slice into every peer's buffer over NVLink (16-byte stores)");
+    static final Algorithm REDUCE_SCATTER_LL = new Algorithm(CollectiveKind.REDUCE_SCATTER, "ll16", 5,
+            "one shot: every rank sends slot p to peer p as LL16 packets, each reduces its own");
+    static final Algorithm REDUCE_SCATTER_RS = new Algorithm(CollectiveKind.REDUCE_SCATTER, "rs", 6,
+            "rank r reduces slot r of every rank's buffer, read over NVLink");
+    static final Algorithm BROADCAST_LL = new Algorithm(CollectiveKind.BROADCAST, "ll16", 7,
+            "one shot: the root sends its data to every peer as LL16 packets");
+    static final Algorithm BROADCAST_MEMORY = new Algorithm(CollectiveKind.BROADCAST, "memory", 8,
+            "every rank reads the root's buffer over NVLink");
+    static final Algorithm REDUCE_LL = new Algorithm(CollectiveKind.REDUCE, "ll16", 9,
+            "one shot: every rank sends its data to the root as LL16 packets");
+    static final Algorithm REDUCE_RS = new Algorithm(CollectiveKind.REDUCE, "rs", 10,
+            "rank r reduces its share of every rank's buffer over NVLink into the root's");
+    static final Algorithm ALL_TO_ALL_LL = new Algorithm(CollectiveKind.ALL_TO_ALL, "ll16", 11,
+            "one shot: slot p goes to peer p as LL16 packets");
+    static final Algorithm ALL_TO_ALL_MEMORY = new Algorithm(CollectiveKind.ALL_TO_ALL, "memory", 12,
+            "every rank stores slot p into peer p's buffer over NVLink");
+    static final Algorithm SEND_PULL = new Algorithm(CollectiveKind.SEND, "pull", 13,
+            "the receiver copies the data from the sender's registered buffer, or from its staged copy, over NVLink");
+    static final Algorithm RECV_PULL = new Algorithm(CollectiveKind.RECV, "pull", 13, SEND_PULL.synopsis());
+    /** The direct algorithm of each kind first: it serves any size. */
+    static final List<Algorithm> ALGORITHMS = List.of(ALL_REDUCE_RSAG, ALL_REDUCE_LL, ALL_GATHER_MEMORY, ALL_GATHER_LL,
+            REDUCE_SCATTER_RS, REDUCE_SCATTER_LL, BROADCAST_MEMORY, BROADCAST_LL, REDUCE_RS, REDUCE_LL,
+            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_PULL, RECV_PULL);
+
+    // the Comm structure of the kernel file
+    private static final int COMM_BYTES = 192;
+    // the device state buffer: runs, failed, p2p counters, registration table, semaphores, Comm
+    private static final long STATE_RUNS = 0;
+    private static final long STATE_FAILED = STATE_RUNS + RUN_WORDS * 8L;
+    private static final long STATE_P2P_COUNT = STATE_FAILED + 8;
+    private static final long STATE_P2P_DONE = STATE_P2P_COUNT + 2L * MAX_RANKS * 8;
+    private static final long STATE_REGISTRATIONS = STATE_P2P_DONE + MAX_RANKS * 4L;
+    private static final long STATE_SEMAPHORES = STATE_REGISTRATIONS + (long) MAX_REGISTRATIONS * (MAX_RANKS - 1) * 8;
+    private static final long STATE_COMM = STATE_SEMAPHORES
+            + (long) MAX_BLOCKS * (MAX_RANKS - 1) * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES;
+    private static final long STATE_BYTES = STATE_COMM + COMM_BYTES;
+    private static final int ERROR_WORDS = 11;
+
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+
+    /** Where things lie in every rank's scratch. */
+    record Layout(int n, long llSlotBytes, long stagedBytes) {
+        static final long DESC = 0;
+        static final long P2P_DESC = DESC + 2L * MAX_RANKS * 64;
+        static final long P2P_REPLY = P2P_DESC + MAX_RANKS * 64L;
+        static final long LL = 4096;
+
+        long in() {
+            return align(LL + 2L * n * llSlotBytes);
+        }
+
+        long out() {
+            return in() + stagedBytes;
+        }
+
+        long bytes() {
+            return out() + stagedBytes;
+        }
+
+        private static long align(long x) {
+            return (x + 4095) & ~4095L;
+        }
+    }
+
+    private final CudaBackend backend;
+    private final Layout layout;
+    private final CudaStream stream;
+    private final DeviceBuffer scratch;
+    private final DeviceBuffer state;
+    private final DeviceBuffer errorRecord;
+    private final DeviceBuffer doneWord;
+    private final List<AutoCloseable> owned;
+    private final Map<String, Kernel> kernels = new HashMap<>();
+    private final Object enqueueLock = new Object();
+    private long batchesIssued;
+    private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean polling = new AtomicBoolean();
+
+    private record Pending(long number, MonoSink<Void> sink, long deadline, String what) {
+    }
+
+    private CudaCollectiveComm(Communicator communicator, CollectiveOptions options, TuningTable tuning,
+                               CudaBackend backend, Layout layout, CudaStream stream, DeviceBuffer scratch,
+                               DeviceBuffer state, DeviceBuffer errorRecord, DeviceBuffer doneWord,
+                               List<AutoCloseable> owned) {
+        super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
+        this.backend = backend;
+        this.layout = layout;
+        this.stream = stream;
+        this.scratch = scratch;
+        this.state = state;
+        this.errorRecord = errorRecord;
+        this.doneWord = doneWord;
+        this.owned = owned;
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // setup
+
+    static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
+        return Mono.fromCallable(() -> (CollectiveComm) setUp(communicator, options, tuning))
+                .subscribeOn(Schedulers.fromExecutor(task -> Thread.ofVirtual().name("jmscclpp-collective-setup")
+                        .start(task)));
+    }
+
+    private static CudaCollectiveComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
+        int rank = communicator.rank();
+        int n = communicator.size();
+        String phase = "collective setup";
+        if (!(communicator.backend() instanceof CudaBackend cuda)) {
+            throw invalid(rank, phase, "the CUDA collective engine runs on the cuda backend, not "
+                    + communicator.backend().name());
+        }
+        if (n > MAX_RANKS) {
+            throw invalid(rank, phase, "the CUDA collective engine runs 1 to " + MAX_RANKS + " ranks, not " + n);
+        }
+        if (communicator.bootstrap().nRanksPerNode() != n) {
+            throw invalid(rank, phase, "the CUDA collective engine runs the GPUs of one host; this job has "
+                    + communicator.bootstrap().nRanksPerNode() + " of its " + n + " ranks on this host");
+        }
+        Duration timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        long stagedBytes = options.scratchBytes() == 0 ? STAGED_BYTES : (options.scratchBytes() / 2) & ~4095L;
+        if (stagedBytes < (1L << 20)) {
+            throw invalid(rank, phase, "the CUDA engine needs at least 2 MiB of scratch, got " + options.scratchBytes());
+        }
+        agree(communicator, rank, n, stagedBytes, options.tag(), timeout, phase);
+        Layout layout = new Layout(n, 2 * LL_MAX_BYTES, stagedBytes);
+        int tag = options.tag();
+        List<AutoCloseable> owned = new ArrayList<>();
+        try {
+            CudaStream stream = own(owned, cuda.createStream("collectives of rank " + rank));
+            DeviceBuffer scratch = own(owned, cuda.allocate(layout.bytes()));
+            DeviceBuffer state = own(owned, cuda.allocate(STATE_BYTES));
+            DeviceBuffer errorRecord = own(owned, cuda.allocateHostVisible(ERROR_WORDS * 8L));
+            DeviceBuffer doneWord = own(owned, cuda.allocateHostVisible(64));
+            stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
+            stream.fillAsync(state.address(), (byte) 0, state.size());
+            stream.synchronize(timeout, "zeroing the collective scratch");
+            RegisteredMemory mine = own(owned, communicator.registerMemory(scratch,
+                    TransportFlags.of(Transport.CUDA_IPC)));
+
+            long[] peerScratch = new long[MAX_RANKS - 1];
+            Connection[] connections = new Connection[n];
+            List<Mono<?>> steps = new ArrayList<>();
+            for (int p = 0; p < n; p++) {
+                if (p == rank) {
+                    continue;
+                }
+                int peer = p;
+                int i = peer < rank ? peer : peer - 1;
+                steps.add(communicator.sendMemory(mine, peer, tag, timeout));
+                steps.add(communicator.recvMemory(peer, tag, timeout).doOnNext(m -> peerScratch[i] = m.address()));
+                steps.add(communicator.connect(peer, tag, EndpointConfig.of(Transport.CUDA_IPC), timeout)
+                        .doOnNext(c -> connections[peer] = c));
+            }
+            Mono.when(steps).timeout(timeout.plusSeconds(5)).block();
+            // a semaphore per block and peer, block 0 first, the same order on every rank
+            MemoryDevice2DeviceSemaphore[][] semaphores = new MemoryDevice2DeviceSemaphore[MAX_BLOCKS][n];
+            List<Mono<?>> building = new ArrayList<>();
+            for (int p = 0; p < n; p++) {
+                if (p == rank) {
+                    continue;
+                }
+                int peer = p;
+                for (int b = 0; b < MAX_BLOCKS; b++) {
+                    int block = b;
+                    building.add(MemoryDevice2DeviceSemaphore.build(communicator, connections[peer])
+                            .doOnNext(s -> semaphores[block][peer] = s));
+                }
+            }
+            Mono.when(building).timeout(timeout.multipliedBy(2).plusSeconds(5)).block();
+
+            // the device state: semaphore handles and the Comm structure (the rest stays zero)
+            int nPeers = n - 1;
+            ByteBuffer sems = ByteBuffer.allocate(Math.max(1, MAX_BLOCKS * nPeers
+                    * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES)).order(ByteOrder.LITTLE_ENDIAN);
+            for (int b = 0; b < MAX_BLOCKS; b++) {
+                for (int p = 0; p < n; p++) {
+                    if (p != rank) {
+                        semaphores[b][p].deviceHandle().encode(sems);
+                    }
+                }
+            }
+            if (nPeers > 0) {
+                cuda.copyFromHost(state, STATE_SEMAPHORES, MemorySegment.ofArray(sems.array()));
+            }
+            ByteBuffer c = ByteBuffer.allocate(COMM_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            long base = state.address();
+            c.putLong(base + STATE_RUNS).putLong(base + STATE_FAILED).putLong(errorRecord.address())
+                    .putLong(scratch.address());
+            for (int i = 0; i < MAX_RANKS - 1; i++) {
+                c.putLong(peerScratch[i]);
+            }
+            c.putLong(base + STATE_REGISTRATIONS).putLong(base + STATE_SEMAPHORES).putLong(base + STATE_P2P_COUNT)
+                    .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
+                    .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
+                    .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
+                    .putLong(layout.stagedBytes());
+            if (c.position() != COMM_BYTES) {
+                throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
+                        + " bytes, not " + COMM_BYTES).rank(rank).phase(phase).build();
+            }
+            cuda.copyFromHost(state, STATE_COMM, MemorySegment.ofArray(c.array()));
+
+            CudaCollectiveComm comm = new CudaCollectiveComm(communicator, options, tuning, cuda, layout, stream,
+                    scratch, state, errorRecord, doneWord, owned);
+            // the kernels every job needs, compiled before anyone's first call waits on a peer's compile
+            comm.kernel(null, null, "collective");
+            communicator.bootstrap().barrier(timeout).timeout(timeout.plusSeconds(5)).block();
+            comm.startWatch();
+            return comm;
+        } catch (RuntimeException e) {
+            closeAll(owned, e);
+            throw e;
+        }
+    }
+
+    private static <T extends AutoCloseable> T own(List<AutoCloseable> owned, T resource) {
+        owned.add(resource);
+        return resource;
+    }
+
+    private static void closeAll(List<AutoCloseable> owned, @Nullable RuntimeException into) {
+        for (int i = owned.size() - 1; i >= 0; i--) {
+            try {
+                owned.get(i).close();
+            } catch (Exception e) {
+                if (into != null) {
+                    into.addSuppressed(e);
+                }
+            }
+        }
+        owned.clear();
+    }
+
+    /** Every rank must stage through areas of one size and use one tag: compared over the bootstrap. */
+    private static void agree(Communicator communicator, int rank, int n, long stagedBytes, int tag, Duration timeout,
+                              String phase) {
+        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(stagedBytes).putLong(tag).array();
+        byte[] all = Objects.requireNonNull(communicator.bootstrap().allGather(mine, timeout)
+                .timeout(timeout.plusSeconds(5)).block());
+        ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+        for (int r = 0; r < n; r++) {
+            long s = b.getLong();
+            long t = b.getLong();
+            if (s != stagedBytes || t != tag) {
+                throw invalid(rank, phase, "the ranks set up the collective communicator differently: rank " + rank
+                        + " stages through " + stagedBytes + " bytes with tag " + tag + ", rank " + r + " through "
+                        + s + " with tag " + t);
+            }
+        }
+    }
+
+    private static JmscclppException invalid(int rank, String phase, String detail) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).phase(phase).build();
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // kernels
+
+    /** The kernel {@code name} of the module for (type, op), or of the moving module for nulls; compiled on first use. */
+    private Kernel kernel(@Nullable DataType type, @Nullable ReduceOp op, String name) {
+        String module = type == null ? "move" : type.label() + "-" + Objects.requireNonNull(op).label();
+        String key = module + "/" + name;
+        synchronized (kernels) {
+            Kernel k = kernels.get(key);
+            if (k == null) {
+                StringBuilder defines = new StringBuilder();
+                defines.append("#define JMSCCLPP_NRANKS ").append(size).append('\n');
+                defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS ").append(timeout.toNanos()).append("ULL\n");
+                if (type == null) {
+                    defines.append("#define JMSCCLPP_MOVE 1\n");
+                } else {
+                    defines.append("#define JMSCCLPP_T ").append(type.code()).append('\n');
+                    defines.append("#define JMSCCLPP_OP ").append(op.code()).append('\n');
+                }
+                String source = defines + CudaKernelSource.get(KERNELS);
+                k = org.jmscclpp.nativebridge.DeviceKernels.load(backend, "collectives-" + module + "-n" + size, source)
+                        .function(name);
+                kernels.put(key, k);
+            }
+            return k;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // engine contract
+
+    @Override
+    protected Mono<Void> execute(Batch batch) {
+        String what = describe(batch);
+        long number;
+        synchronized (enqueueLock) {
+            enqueue(batch, stream);
+            number = ++batchesIssued;
+            stream.writeValueAsync(doneWord.address(), number);
+        }
+        long deadline = System.nanoTime() + batch.timeout().toNanos();
+        return Mono.create(sink -> track(new Pending(number, sink, deadline, what)));
+    }
+
+    @Override
+    protected void check(Planned planned) {
+        CollectiveCall call = planned.call();
+        if (isLL(planned.algorithm())) {
+            long perPeer = call.count() * call.type().bytes();
+            if (perPeer > LL_MAX_BYTES) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, call.describe() + ": the ll16 algorithm"
+                        + " carries at most " + LL_MAX_BYTES + " bytes per rank, the call " + perPeer).rank(rank)
+                        .phase(call.kind().label()).build();
+            }
+        }
+    }
+
+    @Override
+    protected Algorithm adjust(Planned planned) {
+        // a table's ll16 for a call beyond its capacity gives way to the direct algorithm
+        CollectiveCall call = planned.call();
+        if (isLL(planned.algorithm()) && call.count() * call.type().bytes() > LL_MAX_BYTES) {
+            return ALGORITHMS.stream().filter(a -> a.kind() == call.kind()).findFirst().orElseThrow();
+        }
+        return planned.algorithm();
+    }
+
+    @Override
+    protected void checkBuffer(DeviceBuffer buffer, String which) {
+        if (!backend.owns(buffer)) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + which + " buffer is not memory of this"
+                    + " GPU (allocate it with the CUDA backend, or wrap a device pointer with CudaBackend.wrap): "
+                    + buffer).rank(rank).phase("collective").build();
+        }
+    }
+
+    @Override
+    protected TransportFlags registrationTransports() {
+        return TransportFlags.of(Transport.CUDA_IPC);
+    }
+
+    @Override
+    protected void onRegistered(Registration registration) {
+        writeRegistration(registration, false);
+    }
+
+    @Override
+    protected void onDeregistered(Registration registration) {
+        writeRegistration(registration, true);
+    }
+
+    /** Writes (or clears) the peers' mapped bases of {@code registration} into the device table. */
+    private void writeRegistration(Registration registration, boolean clear) {
+        int index = registration.index();
+        if (index >= MAX_REGISTRATIONS) {
+            throw invalid(rank, "register", "the CUDA engine holds " + MAX_REGISTRATIONS + " registrations at most");
+        }
+        ByteBuffer row = ByteBuffer.allocate((MAX_RANKS - 1) * 8).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < MAX_RANKS - 1; i++) {
+            int peer = i < rank ? i : i + 1;
+            RegisteredMemory m = registration.peers().get(peer);
+            row.putLong(clear || m == null ? 0 : m.address());
+        }
+        backend.copyFromHost(state, STATE_REGISTRATIONS + (long) index * (MAX_RANKS - 1) * 8,
+                MemorySegment.ofArray(row.array()));
+    }
+
+    @Override
+    protected void release() {
+        RuntimeException first = null;
+        try {
+            stream.synchronize(timeout, "the collective communicator's last calls");
+        } catch (RuntimeException e) {
+            first = e;
+        }
+        Pending p;
+        while ((p = pending.poll()) != null) {
+            p.sink().error(invalid(rank, "close", "the collective communicator was closed before " + p.what()
+                    + " completed"));
+        }
+        closeAll(owned, first);
+        if (first != null && first.getSuppressed().length == 0 && first instanceof JmscclppException j
+                && j.code() == ErrorCode.TIMEOUT) {
+            throw first;
+        }
+    }
+
+    /**
+     * The error the device recorded (ranks called different collectives, or named a registration
+     * this rank lacks), as {@code ncclCommGetAsyncError} reports; empty while healthy. For the
+     * stream form, whose calls have no completion of their own.
+     */
+    public java.util.Optional<JmscclppException> asyncError() {
+        JmscclppException e = deviceError();
+        return java.util.Optional.ofNullable(e != null ? e : failure().orElse(null));
+    }
+
+    private @Nullable JmscclppException deviceError() {
+        MemorySegment r = errorRecord.hostSegment();
+        long code = (long) WORD.getAcquire(r, 0L);
+        if (code == 0) {
+            return null;
+        }
+        int peer = (int) r.get(LONG, 8);
+        long[] mine = new long[4];
+        long[] theirs = new long[4];
+        for (int k = 0; k < 4; k++) {
+            mine[k] = r.get(LONG, 16 + 8L * k);
+            theirs[k] = r.get(LONG, 48 + 8L * k);
+        }
+        String detail;
+        try {
+            CallDescriptor m = CallDescriptor.decode(mine, rank);
+            CallDescriptor t = CallDescriptor.decode(theirs, peer);
+            detail = code == 2 ? "rank " + peer + " runs " + t.describe(this::algorithmName) + " on a registration"
+                    + " this rank does not hold, or this rank named one rank " + peer + " lacks"
+                    : code == 3 ? CallDescriptor.pointToPointMismatch(m.kind() == CollectiveKind.SEND ? rank : peer,
+                    m.kind() == CollectiveKind.SEND ? m : t, m.kind() == CollectiveKind.SEND ? peer : rank,
+                    m.kind() == CollectiveKind.SEND ? t : m, this::algorithmName).orElse("sends and receives differ")
+                    : "the ranks called different collectives: rank " + rank + " " + m.describe(this::algorithmName)
+                    + ", rank " + peer + " " + t.describe(this::algorithmName);
+        } catch (JmscclppException e) {
+            detail = "the device recorded error " + code + " with rank " + peer;
+        }
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).peer(peer)
+                .tag(options.tag()).phase("collective").build();
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // completion
+
+    private void track(Pending p) {
+        pending.add(p);
+        if (polling.compareAndSet(false, true)) {
+            Thread.ofVirtual().name("jmscclpp-collective-completion-r" + rank).start(this::poll);
+        }
+    }
+
+    /** Completes the pending calls whose batch number the stream has written, in order; fails them on errors. */
+    private void poll() {
+        long idleSince = System.nanoTime();
+        long lastQuery = idleSince;
+        long park = 1_000;
+        while (true) {
+            Pending head = pending.peek();
+            if (head == null) {
+                polling.set(false);
+                if (pending.isEmpty() || !polling.compareAndSet(false, true)) {
+                    return;
+                }
+                continue;
+            }
+            long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
+            JmscclppException error = deviceError();
+            if (error == null) {
+                error = peerFailure();
+            }
+            long now = System.nanoTime();
+            if (error == null && done < head.number() && now - lastQuery > 1_000_000) {
+                lastQuery = now;
+                try {
+                    stream.isIdle();
+                } catch (JmscclppException e) {
+                    error = JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the collective stream failed (a kernel"
+                            + " stopped at its device deadline, or a peer's memory went away): " + e.detail())
+                            .rank(rank).phase("collective").cause(e).build();
+                }
+            }
+            if (error == null && done < head.number() && now > head.deadline()) {
+                error = JmscclppException.builder(ErrorCode.TIMEOUT, head.what() + " did not complete within the"
+                        + " deadline").rank(rank).tag(options.tag()).phase("collective").build();
+            }
+            if (error != null) {
+                breakWith(error);
+                Pending p;
+                while ((p = pending.poll()) != null) {
+                    p.sink().error(error);
+                }
+                continue;
+            }
+            if (done >= head.number()) {
+                pending.poll();
+                head.sink().success();
+                idleSince = System.nanoTime();
+                park = 1_000;
+                continue;
+            }
+            if (now - idleSince < 50_000) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(park);
+                park = Math.min(park * 2, 50_000);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // enqueueing
+
+    private static boolean isLL(Algorithm a) {
+        return a.name().equals("ll16");
+    }
+
+    /** Enqueues every call of {@code batch} on {@code on}: sends and receives first, then the collectives in order. */
+    private void enqueue(Batch batch, CudaStream on) {
+        List<Planned> p2p = new ArrayList<>();
+        for (Planned p : batch.calls()) {
+            if (p.call().kind().pointToPoint()) {
+                p2p.add(p);
+            }
+        }
+        if (!p2p.isEmpty()) {
+            enqueuePointToPoint(p2p, on);
+        }
+        for (Planned p : batch.calls()) {
+            if (!p.call().kind().pointToPoint()) {
+                enqueueCollective(p, on);
+            }
+        }
+    }
+
+    private void enqueueCollective(Planned p, CudaStream on) {
+        CollectiveCall call = p.call();
+        DataType type = call.type();
+        CollectiveKind kind = call.kind();
+        Kernel kernel = kernel(kind.reduces() ? type : null, kind.reduces() ? call.op() : null, "collective");
+        int w = type.bytes();
+        long count = call.count();
+        long send = call.send() == null ? 0 : call.send().address();
+        long recv = call.recv() == null ? 0 : call.recv().address();
+        if (isLL(p.algorithm())) {
+            long packets = (count * w + 7) / 8;
+            int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, 1, LL_MAX_BLOCKS);
+            launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace()));
+            return;
+        }
+        if (p.descriptor().direct()) {
+            launch(on, kernel, directBlocks(call.size(size)), callArgs(p, send, recv, count, 1, false, p.inPlace()));
+            return;
+        }
+        // staged: pieces through this rank's IN and OUT areas
+        int inBlocks = kind == CollectiveKind.REDUCE_SCATTER || kind == CollectiveKind.ALL_TO_ALL ? size : 1;
+        int outBlocks = kind == CollectiveKind.ALL_GATHER || kind == CollectiveKind.ALL_TO_ALL ? size : 1;
+        long perPiece = Math.max(1, layout.stagedBytes() / ((long) w * Math.max(inBlocks, outBlocks)));
+        long in = scratch.address() + layout.in();
+        long out = scratch.address() + layout.out();
+        boolean readsSend = call.readsSend(rank);
+        boolean writesRecv = call.writesRecv(rank);
+        long first = 0;
+        do {
+            long m = Math.min(perPiece, count - first);
+            long bytes = m * w;
+            if (readsSend) {
+                for (int j = 0; j < inBlocks; j++) {
+                    on.copyAsync(in + j * bytes, send + (j * count + first) * w, bytes);
+                }
+            }
+            launch(on, kernel, directBlocks(Math.max(inBlocks, outBlocks) * bytes),
+                    callArgs(p, in, out, m, 1, true, false));
+            if (writesRecv) {
+                for (int j = 0; j < outBlocks; j++) {
+                    on.copyAsync(recv + (j * count + first) * w, out + j * bytes, bytes);
+                }
+            }
+            first += m;
+        } while (first < count);
+    }
+
+    /** Blocks of a direct kernel moving {@code bytes}: as many as keep NVLink busy, 32 up to 64 MiB, then 64. */
+    static int directBlocks(long bytes) {
+        long perBlock = (long) THREADS * 4 * 16;
+        int cap = bytes <= (64L << 20) ? 32 : MAX_BLOCKS;
+        return (int) Math.clamp((bytes + perBlock - 1) / perBlock, 1, cap);
+    }
+
+    private KernelArgs callArgs(Planned p, long send, long recv, long count, int algo, boolean staged,
+                                boolean inPlace) {
+        CollectiveCall call = p.call();
+        ByteBuffer b = ByteBuffer.allocate(80).order(ByteOrder.LITTLE_ENDIAN);
+        for (long word : p.descriptor().words()) {
+            b.putLong(word);
+        }
+        b.putLong(send).putLong(recv).putLong(count).putInt(call.kind().code()).putInt(algo)
+                .putInt(call.root()).putInt(inPlace ? 1 : 0).putInt(staged ? 1 : 0).putInt(call.type().bytes());
+        return KernelArgs.builder().pointer(state.address() + STATE_COMM).bytes(b.array(), 8).build();
+    }
+
+    private static void launch(CudaStream on, Kernel kernel, int blocks, KernelArgs args) {
+        on.launch(kernel, LaunchConfig.of(blocks, THREADS), args);
+    }
+
+    /**
+     * The sends and receives of a batch, in waves (the i-th send to and receive from each peer in
+     * wave i, each wave one launch of the point-to-point kernel) and pieces of at most this rank's
+     * share of the IN area. Sends and receives of this rank with itself are copies on the stream,
+     * in order.
+     */
+    private void enqueuePointToPoint(List<Planned> calls, CudaStream on) {
+        Map<Integer, List<Planned>> sends = new LinkedHashMap<>();
+        Map<Integer, List<Planned>> recvs = new LinkedHashMap<>();
+        for (Planned p : calls) {
+            int peer = p.call().peer();
+            (p.call().kind() == CollectiveKind.SEND ? sends : recvs).computeIfAbsent(peer, k -> new ArrayList<>()).add(p);
+        }
+        List<Planned> toSelf = sends.getOrDefault(rank, List.of());
+        List<Planned> fromSelf = recvs.getOrDefault(rank, List.of());
+        if (toSelf.size() != fromSelf.size()) {
+            throw invalid(rank, "send/recv", "a batch with " + toSelf.size() + " sends to this rank itself and "
+                    + fromSelf.size() + " receives from it: each needs its match in the same group");
+        }
+        for (int k = 0; k < toSelf.size(); k++) {
+            CollectiveCall s = toSelf.get(k).call();
+            CollectiveCall r = fromSelf.get(k).call();
+            if (s.count() != r.count() || s.type() != r.type()) {
+                throw invalid(rank, "send/recv", s.describe() + " to itself does not match " + r.describe());
+            }
+            long bytes = s.count() * s.type().bytes();
+            if (bytes > 0) {
+                on.copyAsync(Objects.requireNonNull(r.recv()).address(), Objects.requireNonNull(s.send()).address(),
+                        bytes);
+            }
+        }
+        sends.remove(rank);
+        recvs.remove(rank);
+        long slot = layout.stagedBytes() / size;
+        int waves = 0;
+        for (List<Planned> l : sends.values()) {
+            waves = Math.max(waves, l.size());
+        }
+        for (List<Planned> l : recvs.values()) {
+            waves = Math.max(waves, l.size());
+        }
+        Kernel kernel = kernel(null, null, "pointToPoint");
+        for (int wave = 0; wave < waves; wave++) {
+            // pieces: every message of the wave cut at the slot size, the same cuts on both ends
+            long pieces = 1;
+            List<Planned> ops = new ArrayList<>();
+            for (List<Planned> l : sends.values()) {
+                if (wave < l.size()) {
+                    ops.add(l.get(wave));
+                }
+            }
+            for (List<Planned> l : recvs.values()) {
+                if (wave < l.size()) {
+                    ops.add(l.get(wave));
+                }
+            }
+            for (Planned p : ops) {
+                pieces = Math.max(pieces, pieces(p, slot));
+            }
+            for (long piece = 0; piece < pieces; piece++) {
+                // a message takes part in as many pieces as it needs, and both its ends count alike
+                long number = piece;
+                launchWave(on, kernel, ops.stream().filter(p -> number < pieces(p, slot)).toList(), piece, slot);
+            }
+        }
+    }
+
+    /** Pieces of at most {@code slot} bytes a message travels in: at least one (an empty message too). */
+    private static long pieces(Planned p, long slot) {
+        long bytes = p.call().count() * p.call().type().bytes();
+        return Math.max(1, (bytes + slot - 1) / slot);
+    }
+
+    private void launchWave(CudaStream on, Kernel kernel, List<Planned> ops, long piece, long slot) {
+        if (ops.size() > MAX_P2P) {
+            throw invalid(rank, "send/recv", "a wave of more than " + MAX_P2P + " sends and receives");
+        }
+        ByteBuffer b = ByteBuffer.allocate(8 + MAX_P2P * 64).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(ops.size()).putInt(0);
+        int nextBlock = 0;
+        for (Planned p : ops) {
+            CollectiveCall call = p.call();
+            boolean isSend = call.kind() == CollectiveKind.SEND;
+            long total = call.count() * call.type().bytes();
+            long from = Math.min(total, piece * slot);
+            long bytes = Math.min(slot, total - from);
+            long[] words = p.descriptor().words();
+            long buffer;
+            if (isSend) {
+                long src = Objects.requireNonNull(call.send()).address() + from;
+                if (p.descriptor().direct()) {
+                    words[2] = p.descriptor().sendLocation() + from;
+                    buffer = src;
+                } else {
+                    buffer = scratch.address() + layout.in() + (long) call.peer() * slot;
+                    on.copyAsync(buffer, src, bytes);
+                    words[2] = 0;
+                }
+            } else {
+                buffer = Objects.requireNonNull(call.recv()).address() + from;
+            }
+            int blocks = isSend ? 1 : (int) Math.clamp((bytes + (256L << 10) - 1) / (256L << 10), 1, 16);
+            for (long word : words) {
+                b.putLong(word);
+            }
+            b.putLong(buffer).putLong(bytes).putInt(call.peer()).putInt(isSend ? 1 : 0).putInt(nextBlock)
+                    .putInt(blocks);
+            nextBlock += blocks;
+        }
+        b.position(8 + MAX_P2P * 64);
+        launch(on, kernel, nextBlock, KernelArgs.builder().pointer(state.address() + STATE_COMM)
+                .bytes(b.array(), 8).build());
+    }
+
+    private static String describe(Batch batch) {
+        if (batch.calls().size() == 1) {
+            return batch.calls().get(0).call().describe() + " #" + batch.number();
+        }
+        return "group #" + batch.number() + " of " + batch.calls().size() + " calls";
+    }
+
+    @Override
+    public String toString() {
+        return "CudaCollectiveComm[rank " + rank + " of " + size + ", " + backend + "]";
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // the stream form
+
+    /**
+     * The calls of this communicator enqueued on {@code on} instead of its own stream: each method
+     * returns once the work is enqueued (no completion, no wait), in order with whatever else the
+     * caller enqueues there, and capturable in a CUDA graph. The same rules hold as for the Mono
+     * form (every rank the same calls in the same order, counted together with the Mono calls);
+     * errors that only the device can see show in {@link #asyncError()} once the stream got there,
+     * and break the communicator. Argument errors throw INVALID_USAGE at once.
+     */
+    public StreamCollectives on(CudaStream on) {
+        return new StreamCollectives(this, Objects.requireNonNull(on, "on"));
+    }
+
+    /** Plans and enqueues {@code calls} on {@code on} (the stream form). */
+    void enqueueOn(CudaStream on, List<CollectiveCall> calls, boolean group) {
+        Batch batch = planBatch(calls, group);
+        try {
+            synchronized (enqueueLock) {
+                enqueue(batch, on);
+            }
+        } catch (RuntimeException e) {
+            breakWith(e);
+            throw e;
+        }
+    }
+
+    /** The enqueue-on-a-stream form of the calls; see {@link CudaCollectiveComm#on}. */
+    public static final class StreamCollectives {
+        private final CudaCollectiveComm comm;
+        private final CudaStream stream;
+
+        StreamCollectives(CudaCollectiveComm comm, CudaStream stream) {
+            this.comm = comm;
+            this.stream = stream;
+        }
+
+        public CudaStream stream() {
+            return stream;
+        }
+
+        public void allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+            execute(CollectiveCall.allReduce(send, recv, count, type, op));
+        }
+
+        public void allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+            execute(CollectiveCall.allGather(send, recv, sendCount, type));
+        }
+
+        public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, ReduceOp op) {
+            execute(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
+        }
+
+        public void broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type, int root) {
+            execute(CollectiveCall.broadcast(send, recv, count, type, root));
+        }
+
+        public void reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
+                           int root) {
+            execute(CollectiveCall.reduce(send, recv, count, type, op, root));
+        }
+
+        public void allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+            execute(CollectiveCall.allToAll(send, recv, count, type));
+        }
+
+        public void send(DeviceBuffer send, long count, DataType type, int peer) {
+            execute(CollectiveCall.send(send, count, type, peer));
+        }
+
+        public void recv(DeviceBuffer recv, long count, DataType type, int peer) {
+            execute(CollectiveCall.recv(recv, count, type, peer));
+        }
+
+        /** Enqueues one call. */
+        public void execute(CollectiveCall call) {
+            comm.enqueueOn(stream, List.of(call), false);
+        }
+
+        /** Enqueues the calls {@code calls} records as one group (see {@link CollectiveComm#group}). */
+        public void group(Consumer<CollectiveGroup> calls) {
+            comm.enqueueOn(stream, comm.record(calls), true);
+        }
+    }
+}

@@ -1,0 +1,794 @@
+// The CUDA collective engine's kernels (org.jmscclpp.cuda.collective.CudaCollectiveComm): every
+// collective of the API on the caller's buffers, for the GPUs of one host over CUDA IPC.
+//
+// Compiled per module with NVRTC, by the Java side, with these defines:
+//   JMSCCLPP_NRANKS     the number of ranks, 1 to 8 (loops over ranks unroll)
+//   JMSCCLPP_T, _OP     a reducing module: the data type and reduction (ncclDataType_t, ncclRedOp_t
+//                       codes); it serves ALL_REDUCE, REDUCE_SCATTER and REDUCE
+//   JMSCCLPP_MOVE       a moving module: ALL_GATHER, BROADCAST, ALL_TO_ALL and the point-to-point kernel
+//   JMSCCLPP_DEVICE_TIMEOUT_NS  how long any wait spins before the kernel stops (a trap)
+//
+// Entry points:
+//   collective(const Comm* comm, Call call)     one collective (or one staged piece of one)
+//   pointToPoint(const Comm* comm, P2p p2p)     the sends and receives of one wave of a group
+//
+// Every collective kernel begins with the call's descriptor (org.jmscclpp.core.collective.CallDescriptor,
+// four 64-bit words) sent to every peer as LL16 packets and compared with every peer's: ranks whose
+// calls differ all stop before touching any data, set the communicator's failed word and (the first
+// thread to see it) write the error record that the host turns into INVALID_USAGE. A failed
+// communicator's kernels return at once. Getting a peer's descriptor of a run also means the peer's
+// stream reached this run, so everything it did before on its buffers is done: direct kernels write
+// into peers' buffers only after it.
+//
+// Runs: every collective kernel is one run; `comm->runs` (device memory) counts them, in kRunWords
+// equal words that each block reads at its start and the kernel advances at its end, so CUDA graph
+// replays need nothing from the host. The run's parity picks the half of the descriptor and LL areas
+// it writes: a rank writes half h of a peer's scratch two runs later only after it received the
+// peer's descriptor of the run between, which the peer wrote after finishing the run before it.
+//
+// Algorithms (Call::algo):
+//   0 LL      one shot: each rank sends what each peer needs as LL16 packets (8 bytes of payload and
+//             a 32-bit flag twice) into the peer's LL area and computes its receive buffer from the
+//             packets it gets; buffers are the caller's, at any alignment; no registration needed.
+//   1 direct  peers' buffers are read or written in place after the descriptors: registered buffers
+//             (Call::staged = 0, located through each peer's descriptor and the registration table)
+//             or the communicator's staged areas (staged = 1: the host copied the send data into the
+//             IN area before and copies the OUT area out after). Every block ends at a barrier with the
+//             same block of every peer (a semaphore per block and peer), so when the kernel ends every
+//             peer is done with this rank's buffers and has stored everything meant for it.
+#include <jmscclpp/jmscclpp.cuh>
+
+using jmscclpp::Deadline;
+using jmscclpp::LL16Packet;
+using jmscclpp::MemoryDevice2DeviceSemaphoreDeviceHandle;
+using jmscclpp::u32;
+using jmscclpp::u64;
+
+#ifndef JMSCCLPP_NRANKS
+#error "JMSCCLPP_NRANKS must be defined"
+#endif
+
+namespace {
+
+constexpr int N = JMSCCLPP_NRANKS;
+constexpr int kMaxRanks = 8;
+constexpr int kMaxPeers = kMaxRanks - 1;
+constexpr int kThreads = 512;
+constexpr u32 kRunWords = 128;
+constexpr u32 kMaxBlocks = 64;
+constexpr u64 kFlagPeriod = 0xFFFFFFFEull;
+constexpr int kMaxRegistrations = 4096;
+constexpr int kMaxP2p = 32;
+
+// kinds (CollectiveKind codes)
+constexpr int kAllReduce = 1;
+constexpr int kAllGather = 2;
+constexpr int kReduceScatter = 3;
+constexpr int kBroadcast = 4;
+constexpr int kReduce = 5;
+constexpr int kAllToAll = 6;
+
+// error codes of the error record
+constexpr u64 kMismatch = 1;
+constexpr u64 kUnknownRegistration = 2;
+constexpr u64 kP2pMismatch = 3;
+
+static_assert(N >= 1 && N <= kMaxRanks, "1 to 8 ranks");
+
+// The communicator, built once by the Java side (CudaCollectiveComm's encoder writes these
+// offsets), in device memory.
+struct Comm {
+  u64* runs;                                     //   0 kRunWords words
+  u32* failed;                                   //   8 0 while healthy
+  u64* error;                                    //  16 pinned, host-mapped: the error record
+  char* scratch;                                 //  24 this rank's scratch
+  char* peerScratch[kMaxPeers];                  //  32 peers' scratch mapped here, by peer index
+  u64* regTable;                                 //  88 [kMaxRegistrations][kMaxPeers] mapped bases, 0 if none
+  MemoryDevice2DeviceSemaphoreDeviceHandle* sems;  // 96 [kMaxBlocks][nPeers]: block b, peer i at b*nPeers+i
+  u64* p2pCount;                                 // 104 [2][kMaxRanks]: sends to, receives from each rank
+  u32* p2pDone;                                  // 112 [kMaxRanks] finished blocks of the running receive
+  int rank;                                      // 120
+  int nRanks;                                    // 124
+  u64 offDesc;                                   // 128 [2][kMaxRanks] descriptors, 4 packets each
+  u64 offP2pDesc;                                // 136 [kMaxRanks] send descriptors from each rank, 4 packets
+  u64 offP2pReply;                               // 144 [kMaxRanks] replies from each rank, 5 packets
+  u64 offLL;                                     // 152 [2][nRanks] slots of llSlotBytes
+  u64 llSlotBytes;                               // 160
+  u64 offIn;                                     // 168 the staged IN area
+  u64 offOut;                                    // 176 the staged OUT area
+  u64 stagedBytes;                               // 184 bytes of each staged area
+};
+
+// One collective, passed by value.
+struct Call {
+  u64 desc[4];       //  0 this rank's descriptor
+  const char* send;  // 32 this rank's send data (staged: its IN area)
+  char* recv;        // 40 this rank's receive buffer (staged: its OUT area)
+  u64 count;         // 48 elements in CollectiveKind's sense (staged: this piece's)
+  int kind;          // 56
+  int algo;          // 60 0 LL, 1 direct
+  int root;          // 64
+  int inPlace;       // 68 NCCL's in-place form (never when staged)
+  int staged;        // 72
+  int elementBytes;  // 76
+};
+
+__forceinline__ __device__ int peerIndex(int q, int rank) { return q < rank ? q : q - 1; }
+__forceinline__ __device__ int peerRank(int i, int rank) { return i < rank ? i : i + 1; }
+__forceinline__ __device__ u64 gtid() { return static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__forceinline__ __device__ u64 gthreads() { return static_cast<u64>(gridDim.x) * blockDim.x; }
+__forceinline__ __device__ bool aligned(const void* p, u64 a) { return (reinterpret_cast<u64>(p) & (a - 1)) == 0; }
+
+// ---------------------------------------------------------------------------------------------
+// failure
+
+// Marks the communicator failed; the first caller writes the error record (code, peer, this rank's
+// descriptor, the peer's, run) for the host, which reads it once the stream got this far.
+__device__ void fail(const Comm* c, u64 code, int peer, const u64* mine, const u64* theirs, u64 run) {
+  if (atomicCAS(c->failed, 0u, 1u) == 0u) {
+    u64* e = c->error;
+    e[1] = static_cast<u64>(peer);
+    for (int k = 0; k < 4; k++) {
+      e[2 + k] = mine[k];
+      e[6 + k] = theirs == nullptr ? 0 : theirs[k];
+    }
+    e[10] = run;
+    __threadfence_system();
+    jmscclpp::storeReleaseSys(e, code);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// payload of LL16 packets: 8 bytes at a time, any alignment, never past the end
+
+__forceinline__ __device__ uint2 loadPayload(const char* p, u64 bytes, u64 i, bool aligned8) {
+  u64 at = i * 8;
+  if (aligned8 && at + 8 <= bytes) {
+    return reinterpret_cast<const uint2*>(p)[i];
+  }
+  u32 w[2] = {0, 0};
+  u64 n = bytes - at < 8 ? bytes - at : 8;
+  for (u64 k = 0; k < n; k++) {
+    w[k / 4] |= static_cast<u32>(static_cast<unsigned char>(p[at + k])) << (8 * (k % 4));
+  }
+  return make_uint2(w[0], w[1]);
+}
+
+__forceinline__ __device__ void storePayload(char* p, u64 bytes, u64 i, uint2 v, bool aligned8) {
+  u64 at = i * 8;
+  if (aligned8 && at + 8 <= bytes) {
+    reinterpret_cast<uint2*>(p)[i] = v;
+    return;
+  }
+  u32 w[2] = {v.x, v.y};
+  u64 n = bytes - at < 8 ? bytes - at : 8;
+  for (u64 k = 0; k < n; k++) {
+    p[at + k] = static_cast<char>(w[k / 4] >> (8 * (k % 4)));
+  }
+}
+
+__forceinline__ __device__ LL16Packet* packets(char* base) { return reinterpret_cast<LL16Packet*>(base); }
+
+// ---------------------------------------------------------------------------------------------
+// descriptors
+
+__forceinline__ __device__ char* descSlot(char* scratch, const Comm* c, u64 half, int from) {
+  return scratch + c->offDesc + (half * kMaxRanks + from) * 4 * sizeof(LL16Packet);
+}
+
+// Block 0 sends this rank's descriptor to every peer; every block then reads every peer's into
+// `peers` (shared) and compares words 0 and 1 with its own. Returns false (after fail()) when a
+// peer differs; every rank sees every difference, so all ranks stop at the same run.
+__device__ bool exchangeDescriptors(const Comm* c, const Call& call, u64 run, u32 flag, u64 (*peers)[4]) {
+  const int rank = c->rank;
+  const u64 half = run & 1;
+  if (blockIdx.x == 0 && threadIdx.x < N - 1) {
+    int i = threadIdx.x;
+    LL16Packet* to = packets(descSlot(c->peerScratch[i], c, half, rank));
+    for (int k = 0; k < 4; k++) {
+      to[k].write(call.desc[k], flag);
+    }
+  }
+  __shared__ int bad;
+  if (threadIdx.x == 0) {
+    bad = -1;
+  }
+  __syncthreads();
+  if (threadIdx.x < N) {
+    int q = threadIdx.x;
+    if (q == rank) {
+      for (int k = 0; k < 4; k++) {
+        peers[q][k] = call.desc[k];
+      }
+    } else {
+      const LL16Packet* from = packets(descSlot(c->scratch, c, half, q));
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      for (int k = 0; k < 4; k++) {
+        uint2 v = from[k].read(flag, deadline);
+        peers[q][k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+      }
+      if (peers[q][0] != call.desc[0] || peers[q][1] != call.desc[1]) {
+        atomicMax(&bad, q);
+      }
+    }
+  }
+  __syncthreads();
+  if (bad >= 0) {
+    if (threadIdx.x == 0) {
+      fail(c, kMismatch, bad, call.desc, peers[bad], run);
+    }
+    return false;
+  }
+  return true;
+}
+
+// Advances the run counter: the next kernel's blocks, whatever their number, read run + 1.
+__device__ void finishRun(const Comm* c, u64 run) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (u32 b = blockIdx.x; b < kRunWords; b += gridDim.x) {
+      c->runs[b] = run + 1;
+    }
+  }
+}
+
+// The end of a direct kernel: this block's accesses are done (all threads passed the
+// __syncthreads), thread i signals block blockIdx.x of peer i and waits for its signal.
+__device__ void blockBarrier(const Comm* c) {
+  __syncthreads();
+  if (threadIdx.x < N - 1) {
+    MemoryDevice2DeviceSemaphoreDeviceHandle s = c->sems[blockIdx.x * (N - 1) + threadIdx.x];
+    s.signal();
+    s.wait(JMSCCLPP_DEVICE_TIMEOUT_NS);
+  }
+  __syncthreads();
+}
+
+// ---------------------------------------------------------------------------------------------
+// copies (every thread of the grid its share; any alignment)
+
+__forceinline__ __device__ void gridCopy(char* dst, const char* src, u64 bytes) {
+  if (bytes > 0 && dst != src) {
+    jmscclpp::copy(dst, src, bytes, static_cast<u32>(gtid()), static_cast<u32>(gthreads()));
+  }
+}
+
+#if defined(JMSCCLPP_T)
+// ---------------------------------------------------------------------------------------------
+// reductions
+
+constexpr int T = JMSCCLPP_T;
+constexpr int Op = JMSCCLPP_OP;
+typedef jmscclpp::Elem<T> E;
+typedef typename E::Bits Bits;
+constexpr int W = E::bytes;
+
+__forceinline__ __device__ Bits loadElement(const char* p, u64 i) {
+  if constexpr (W == 8) {
+    return *reinterpret_cast<const u64*>(p + i * 8);
+  } else if constexpr (W == 4) {
+    return *reinterpret_cast<const u32*>(p + i * 4);
+  } else if constexpr (W == 2) {
+    return *reinterpret_cast<const unsigned short*>(p + i * 2);
+  } else {
+    return static_cast<unsigned char>(p[i]);
+  }
+}
+
+// An element at any alignment, byte by byte.
+__forceinline__ __device__ Bits loadElementBytes(const char* p, u64 i) {
+  u64 v = 0;
+#pragma unroll
+  for (int k = 0; k < W; k++) {
+    v |= static_cast<u64>(static_cast<unsigned char>(p[i * W + k])) << (8 * k);
+  }
+  return static_cast<Bits>(v);
+}
+
+__forceinline__ __device__ void storeElementBytes(char* p, u64 i, Bits b) {
+  u64 v = static_cast<u64>(b);
+#pragma unroll
+  for (int k = 0; k < W; k++) {
+    p[i * W + k] = static_cast<char>(v >> (8 * k));
+  }
+}
+
+// dsts[d][e] = op over srcs[q][e] (rank order) for elements [begin, end), as thread t of nt:
+// 16-byte vectors when every pointer is 16-byte aligned (the range starts on a vector of every
+// buffer then, since begin is a multiple of 16 / W), elements one by one otherwise.
+template <int NS>
+__device__ void reduceRange(const char* const* srcs, char* const* dsts, int nDst, u64 begin, u64 end, u64 t, u64 nt,
+                            int nRanks) {
+  if (end <= begin) {
+    return;
+  }
+  bool vec = true;
+#pragma unroll
+  for (int q = 0; q < NS; q++) {
+    vec = vec && aligned(srcs[q] + begin * W, 16);
+  }
+  for (int d = 0; d < nDst; d++) {
+    vec = vec && aligned(dsts[d] + begin * W, 16);
+  }
+  u64 first = begin;
+  if (vec) {
+    constexpr u64 perVec = 16 / W;
+    u64 vectors = (end - begin) / perVec;
+    constexpr int U = NS <= 2 ? 4 : (NS <= 4 ? 2 : 1);
+    const u64 step = nt * U;
+    for (u64 base = t; base < vectors; base += step) {
+      uint4 v[NS][U];
+#pragma unroll
+      for (int q = 0; q < NS; q++) {
+        const uint4* s = reinterpret_cast<const uint4*>(srcs[q] + begin * W);
+#pragma unroll
+        for (int k = 0; k < U; k++) {
+          u64 at = base + k * nt;
+          v[q][k] = at < vectors ? s[at] : make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < U; k++) {
+        u64 at = base + k * nt;
+        if (at < vectors) {
+          jmscclpp::Vec16Reducer<T, Op> r;
+          r.init(v[0][k]);
+#pragma unroll
+          for (int q = 1; q < NS; q++) {
+            r.add(v[q][k]);
+          }
+          uint4 out = r.result(nRanks);
+          for (int d = 0; d < nDst; d++) {
+            reinterpret_cast<uint4*>(dsts[d] + begin * W)[at] = out;
+          }
+        }
+      }
+    }
+    first = begin + vectors * perVec;
+  }
+  bool elemAligned = true;
+#pragma unroll
+  for (int q = 0; q < NS; q++) {
+    elemAligned = elemAligned && aligned(srcs[q], W);
+  }
+  for (int d = 0; d < nDst; d++) {
+    elemAligned = elemAligned && aligned(dsts[d], W);
+  }
+  for (u64 e = first + t; e < end; e += nt) {
+    jmscclpp::Reducer<T, Op> r;
+#pragma unroll
+    for (int q = 0; q < NS; q++) {
+      Bits x = elemAligned ? loadElement(srcs[q], e) : loadElementBytes(srcs[q], e);
+      if (q == 0) {
+        r.init(x);
+      } else {
+        r.add(x);
+      }
+    }
+    Bits out = r.result(nRanks);
+    for (int d = 0; d < nDst; d++) {
+      storeElementBytes(dsts[d], e, out);
+    }
+  }
+}
+
+// Rank r's share of elements [0, count): whole 16-byte vectors split evenly, the last rank also
+// the elements after the last whole vector. The same on every rank, whatever its alignment.
+__forceinline__ __device__ void share(u64 count, int r, u64& begin, u64& end) {
+  constexpr u64 perVec = 16 / W;
+  u64 vectors = count / perVec;
+  begin = vectors * r / N * perVec;
+  end = r == N - 1 ? count : vectors * (r + 1) / N * perVec;
+}
+
+// LL: sum the packets of every rank (this rank's own payload from `own`) into `out`.
+__device__ void llReduce(const Comm* c, const Call& call, u64 half, u32 flag, const char* own, char* out, u64 bytes) {
+  const int rank = c->rank;
+  const u64 nPackets = (bytes + 7) / 8;
+  const bool ownAligned = aligned(own, 8);
+  const bool outAligned = aligned(out, 8);
+  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+  for (u64 i = gtid(); i < nPackets; i += gthreads()) {
+    jmscclpp::Vec8Reducer<T, Op> r;
+#pragma unroll
+    for (int q = 0; q < N; q++) {
+      uint2 v;
+      if (q == rank) {
+        v = loadPayload(own, bytes, i, ownAligned);
+      } else {
+        const char* slot = c->scratch + c->offLL + (half * N + q) * c->llSlotBytes;
+        v = packets(const_cast<char*>(slot))[i].read(flag, deadline);
+      }
+      if (q == 0) {
+        r.init(v);
+      } else {
+        r.add(v);
+      }
+    }
+    storePayload(out, bytes, i, r.result(N), outAligned);
+  }
+}
+#endif  // JMSCCLPP_T
+
+// ---------------------------------------------------------------------------------------------
+// LL one shot
+
+// Sends `bytes` of `src` as packets into this rank's slot of the current half of peer i's LL area.
+__device__ void llSend(const Comm* c, int i, u64 half, u32 flag, const char* src, u64 bytes) {
+  char* slot = c->peerScratch[i] + c->offLL + (half * N + c->rank) * c->llSlotBytes;
+  const u64 nPackets = (bytes + 7) / 8;
+  const bool a8 = aligned(src, 8);
+  for (u64 k = gtid(); k < nPackets; k += gthreads()) {
+    packets(slot)[k].write(loadPayload(src, bytes, k, a8), flag);
+  }
+}
+
+// Copies the packets rank q sent into `out`.
+__device__ void llReceive(const Comm* c, int q, u64 half, u32 flag, char* out, u64 bytes) {
+  const char* slot = c->scratch + c->offLL + (half * N + q) * c->llSlotBytes;
+  const u64 nPackets = (bytes + 7) / 8;
+  const bool a8 = aligned(out, 8);
+  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+  for (u64 k = gtid(); k < nPackets; k += gthreads()) {
+    storePayload(out, bytes, k, packets(const_cast<char*>(slot))[k].read(flag, deadline), a8);
+  }
+}
+
+// What this rank sends peer rank p in an LL run: the bytes of `send` at *offset, or none.
+__device__ u64 llOutgoing(const Call& call, int rank, int p, u64 bytes, u64* offset) {
+  *offset = 0;
+  switch (call.kind) {
+    case kAllReduce:
+    case kAllGather:
+      return bytes;
+    case kBroadcast:
+      return rank == call.root ? bytes : 0;
+    case kReduce:
+      return p == call.root ? bytes : 0;
+    case kReduceScatter:
+    case kAllToAll:
+      *offset = static_cast<u64>(p) * bytes;
+      return bytes;
+    default:
+      return 0;
+  }
+}
+
+__device__ void llRun(const Comm* c, const Call& call, u64 run) {
+  const int rank = c->rank;
+  const u64 half = run & 1;
+  const u32 flag = static_cast<u32>(run % kFlagPeriod) + 1;
+  const u64 bytes = call.count * call.elementBytes;  // per rank and block
+  __shared__ u64 peerDesc[kMaxRanks][4];
+  // send first: what a peer reads only after it saw this run's descriptor is already on its way
+  for (int i = 0; i < N - 1; i++) {
+    u64 offset;
+    u64 n = llOutgoing(call, rank, peerRank(i, rank), bytes, &offset);
+    if (n > 0) {
+      llSend(c, i, half, flag, call.send + offset, n);
+    }
+  }
+  if (!exchangeDescriptors(c, call, run, flag, peerDesc)) {
+    return;
+  }
+  switch (call.kind) {
+#if defined(JMSCCLPP_T)
+    case kAllReduce:
+      llReduce(c, call, half, flag, call.send, call.recv, bytes);
+      break;
+    case kReduceScatter:
+      llReduce(c, call, half, flag, call.send + static_cast<u64>(rank) * bytes, call.recv, bytes);
+      break;
+    case kReduce:
+      if (rank == call.root) {
+        llReduce(c, call, half, flag, call.send, call.recv, bytes);
+      }
+      break;
+#else
+    case kBroadcast:
+      if (rank != call.root) {
+        llReceive(c, call.root, half, flag, call.recv, bytes);
+      } else if (!call.inPlace) {
+        gridCopy(call.recv, call.send, bytes);
+      }
+      break;
+    case kAllGather:
+    case kAllToAll:
+      for (int q = 0; q < N; q++) {
+        char* to = call.recv + static_cast<u64>(q) * bytes;
+        if (q != rank) {
+          llReceive(c, q, half, flag, to, bytes);
+        } else if (!call.inPlace) {
+          gridCopy(to, call.send + (call.kind == kAllToAll ? static_cast<u64>(rank) * bytes : 0), bytes);
+        }
+      }
+      break;
+#endif
+    default:
+      break;
+  }
+  finishRun(c, run);
+}
+
+// ---------------------------------------------------------------------------------------------
+// direct
+
+// Where rank q's send data (which = 0) or receive buffer (which = 1) is in this process: this
+// rank's own from the call, a peer's from its descriptor's location (registered) or its staged
+// area. Null when the peer named a registration this rank does not hold.
+__device__ char* locate(const Comm* c, const Call& call, const u64 (*desc)[4], int q, int which) {
+  if (q == c->rank) {
+    return which == 0 ? const_cast<char*>(call.send) : call.recv;
+  }
+  int i = peerIndex(q, c->rank);
+  if (call.staged) {
+    return c->peerScratch[i] + (which == 0 ? c->offIn : c->offOut);
+  }
+  u64 location = desc[q][2 + which];
+  if ((location >> 63) == 0) {
+    return nullptr;
+  }
+  u64 index = (location >> 48) & 0x7FFF;
+  u64 offset = location & 0xFFFFFFFFFFFFull;
+  if (index >= kMaxRegistrations) {
+    return nullptr;
+  }
+  u64 base = c->regTable[index * kMaxPeers + i];
+  return base == 0 ? nullptr : reinterpret_cast<char*>(base + offset);
+}
+
+// Whether rank q's buffer of `which` is used by this rank in a direct run of `call`.
+__device__ bool uses(const Call& call, int rank, int q, int which) {
+  switch (call.kind) {
+    case kAllReduce:
+      return true;
+    case kReduceScatter:
+      return which == 0;
+    case kReduce:
+      return which == 0 || q == call.root;
+    case kBroadcast:
+      return which == 0 ? q == call.root : q == rank;
+    case kAllGather:
+    case kAllToAll:
+      return which == 1 || q == rank;
+    default:
+      return false;
+  }
+}
+
+__device__ void directRun(const Comm* c, const Call& call, u64 run) {
+  const int rank = c->rank;
+  const u32 flag = static_cast<u32>(run % kFlagPeriod) + 1;
+  __shared__ u64 peerDesc[kMaxRanks][4];
+  __shared__ char* src[kMaxRanks];
+  __shared__ char* dst[kMaxRanks];
+  __shared__ int missing;
+  if (!exchangeDescriptors(c, call, run, flag, peerDesc)) {
+    return;
+  }
+  if (threadIdx.x == 0) {
+    missing = -1;
+  }
+  __syncthreads();
+  if (threadIdx.x < N) {
+    int q = threadIdx.x;
+    src[q] = uses(call, rank, q, 0) ? locate(c, call, peerDesc, q, 0) : nullptr;
+    dst[q] = uses(call, rank, q, 1) ? locate(c, call, peerDesc, q, 1) : nullptr;
+    if ((uses(call, rank, q, 0) && src[q] == nullptr) || (uses(call, rank, q, 1) && dst[q] == nullptr)) {
+      atomicMax(&missing, q);
+    }
+  }
+  __syncthreads();
+  if (missing >= 0) {
+    if (threadIdx.x == 0) {
+      fail(c, kUnknownRegistration, missing, call.desc, peerDesc[missing], run);
+    }
+    return;
+  }
+  const u64 bytes = call.count * call.elementBytes;
+  switch (call.kind) {
+#if defined(JMSCCLPP_T)
+    case kAllReduce: {
+      u64 begin, end;
+      share(call.count, rank, begin, end);
+      reduceRange<N>(src, dst, N, begin, end, gtid(), gthreads(), N);
+      break;
+    }
+    case kReduceScatter: {
+      const char* blocks[kMaxRanks];
+      char* out[1] = {call.recv};
+#pragma unroll
+      for (int q = 0; q < N; q++) {
+        blocks[q] = src[q] + static_cast<u64>(rank) * bytes;
+      }
+      reduceRange<N>(blocks, out, 1, 0, call.count, gtid(), gthreads(), N);
+      break;
+    }
+    case kReduce: {
+      u64 begin, end;
+      share(call.count, rank, begin, end);
+      char* out[1] = {dst[call.root]};
+      reduceRange<N>(src, out, 1, begin, end, gtid(), gthreads(), N);
+      break;
+    }
+#else
+    case kBroadcast:
+      if (rank != call.root || !call.inPlace) {
+        gridCopy(call.recv, src[call.root], bytes);
+      }
+      break;
+    case kAllGather:
+      for (int q = 0; q < N; q++) {
+        if (q != rank || !call.inPlace) {
+          gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send, bytes);
+        }
+      }
+      break;
+    case kAllToAll:
+      for (int q = 0; q < N; q++) {
+        gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send + static_cast<u64>(q) * bytes, bytes);
+      }
+      break;
+#endif
+    default:
+      break;
+  }
+  blockBarrier(c);
+  finishRun(c, run);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* comm, Call call) {
+  if (*reinterpret_cast<volatile u32*>(comm->failed) != 0) {
+    return;
+  }
+  const u64 run = comm->runs[blockIdx.x];
+  if (call.algo == 0) {
+    llRun(comm, call, run);
+  } else {
+    directRun(comm, call, run);
+  }
+}
+
+#if !defined(JMSCCLPP_T)
+// ---------------------------------------------------------------------------------------------
+// point to point
+//
+// One wave of a group's sends and receives: at most one send to and one receive from each rank.
+// The receiver pulls. A send (one block) writes its descriptor (whose word 2 locates the data: a
+// registration, or 0 for this rank's staged area, where the host copied it) into the receiver's
+// box, then waits for the receiver's reply, which comes once the receiver has copied everything:
+// the send buffer is free when the kernel ends. A receive (one or more blocks) waits for the
+// sender's descriptor, compares it, copies its share, and its last block to finish replies (OK,
+// or the mismatch with the receiver's descriptor, which fails both ranks). Flags are the message
+// numbers of the pair, counted in device memory (p2pCount), so graph replays stay in step.
+
+struct P2pOp {
+  u64 desc[4];     //  0 this rank's descriptor (SEND or RECV)
+  char* buffer;    // 32 the data to send (staged: this rank's IN area + slot) or the receive buffer
+  u64 bytes;       // 40
+  int peer;        // 48
+  int send;        // 52 1 send, 0 receive
+  int firstBlock;  // 56
+  int blocks;      // 60
+};
+
+struct P2p {
+  int count;  // 0
+  int pad;    // 4
+  P2pOp ops[kMaxP2p];  // 8
+};
+
+__device__ char* p2pDescSlot(char* scratch, const Comm* c, int from) {
+  return scratch + c->offP2pDesc + static_cast<u64>(from) * 4 * sizeof(LL16Packet);
+}
+
+__device__ char* p2pReplySlot(char* scratch, const Comm* c, int from) {
+  return scratch + c->offP2pReply + static_cast<u64>(from) * 5 * sizeof(LL16Packet);
+}
+
+__device__ void p2pSend(const Comm* c, const P2pOp& op) {
+  const int rank = c->rank;
+  const int i = peerIndex(op.peer, rank);
+  const u64 number = c->p2pCount[op.peer] + 1;
+  const u32 flag = static_cast<u32>(number % kFlagPeriod) + 1;
+  if (threadIdx.x == 0) {
+    LL16Packet* to = packets(p2pDescSlot(c->peerScratch[i], c, rank));
+    for (int k = 0; k < 4; k++) {
+      to[k].write(op.desc[k], flag);
+    }
+    const LL16Packet* reply = packets(p2pReplySlot(c->scratch, c, op.peer));
+    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+    uint2 status = reply[0].read(flag, deadline);
+    if (status.x != 0) {
+      u64 theirs[4];
+      for (int k = 0; k < 4; k++) {
+        uint2 v = reply[1 + k].read(flag, deadline);
+        theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+      }
+      fail(c, status.x == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
+    }
+    c->p2pCount[op.peer] = number;
+  }
+}
+
+__device__ void p2pRecv(const Comm* c, const P2pOp& op, int block) {
+  const int rank = c->rank;
+  const int i = peerIndex(op.peer, rank);
+  const u64 number = c->p2pCount[kMaxRanks + op.peer] + 1;
+  const u32 flag = static_cast<u32>(number % kFlagPeriod) + 1;
+  __shared__ u64 theirs[4];
+  __shared__ u32 status;
+  if (threadIdx.x == 0) {
+    const LL16Packet* from = packets(p2pDescSlot(c->scratch, c, op.peer));
+    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+    for (int k = 0; k < 4; k++) {
+      uint2 v = from[k].read(flag, deadline);
+      theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+    }
+    // SEND (7) from op.peer to this rank against RECV (8) from op.peer: same type, count, algorithm
+    u64 s = theirs[0];
+    u64 r = op.desc[0];
+    bool same = (s & 0xFF) == 7 && (r & 0xFF) == 8 && ((s >> 8) & 0xFF) == ((r >> 8) & 0xFF) &&
+                ((s >> 24) & 0xFF) == ((r >> 24) & 0xFF) && (s >> 40) == static_cast<u64>(rank + 1) &&
+                (r >> 40) == static_cast<u64>(op.peer + 1) && theirs[1] == op.desc[1];
+    status = same ? 0 : 1;
+  }
+  __syncthreads();
+  const char* data = nullptr;
+  if (status == 0 && op.bytes > 0) {
+    u64 location = theirs[2];
+    if ((location >> 63) == 0) {
+      data = c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N);
+    } else {
+      u64 index = (location >> 48) & 0x7FFF;
+      u64 base = index < kMaxRegistrations ? c->regTable[index * kMaxPeers + i] : 0;
+      data = base == 0 ? nullptr : reinterpret_cast<const char*>(base + (location & 0xFFFFFFFFFFFFull));
+    }
+    if (data == nullptr && threadIdx.x == 0) {
+      status = 2;
+    }
+    __syncthreads();
+  }
+  if (status == 0 && data != nullptr) {
+    jmscclpp::copy(op.buffer, data, op.bytes, static_cast<u32>(block * blockDim.x + threadIdx.x),
+                   static_cast<u32>(op.blocks * blockDim.x));
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&c->p2pDone[op.peer], 1u) + 1 == static_cast<u32>(op.blocks)) {
+      // the last block of the receive: every share is copied
+      c->p2pDone[op.peer] = 0;
+      c->p2pCount[kMaxRanks + op.peer] = number;
+      LL16Packet* reply = packets(p2pReplySlot(c->peerScratch[i], c, rank));
+      for (int k = 0; k < 4; k++) {
+        reply[1 + k].write(op.desc[k], flag);
+      }
+      reply[0].write(status, 0u, flag);
+      if (status != 0) {
+        fail(c, status == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) pointToPoint(const Comm* comm, P2p p2p) {
+  if (*reinterpret_cast<volatile u32*>(comm->failed) != 0) {
+    return;
+  }
+  for (int k = 0; k < p2p.count; k++) {
+    const P2pOp& op = p2p.ops[k];
+    int b = static_cast<int>(blockIdx.x) - op.firstBlock;
+    if (b >= 0 && b < op.blocks) {
+      if (op.send) {
+        p2pSend(comm, op);
+      } else {
+        p2pRecv(comm, op, b);
+      }
+      return;
+    }
+  }
+}
+#endif  // !JMSCCLPP_T

@@ -1,0 +1,925 @@
+package org.jmscclpp.core.collective;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.DeviceBufferSlice;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.TransportFlags;
+import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * What every engine's collective communicator shares, so that engines write only how calls run:
+ * argument checks, the algorithm choice (call override, {@link CollectiveOptions#algorithms()},
+ * {@link TuningTable}, the kind's default), {@link CallDescriptor}s, issue order, the sticky
+ * failure, buffer registration with every peer, and a watch on the bootstrap that reports a dead
+ * peer. Engines implement {@link #execute}, {@link #checkBuffer}, {@link #registrationTransports}
+ * and {@link #release}. SPI for the engines of other modules; not an application API.
+ */
+public abstract class AbstractCollectiveComm implements CollectiveComm {
+
+    /** Bootstrap tags of the registration exchanges and of the failure watch: this prefix | the options' tag. */
+    private static final int REGISTRATION_TAGS = 0x4B000000;
+    private static final int WATCH_TAGS = 0x4C000000;
+
+    /** The deadline of the watch's receive, renewed when it passes: the watch lasts as long as the communicator. */
+    private static final Duration WATCH_PERIOD = Duration.ofDays(1);
+
+    /** One registration of this rank's buffer (index as every rank numbers it) and every peer's memory of that index, mapped here. */
+    public record Registration(int index, DeviceBuffer buffer, RegisteredMemory memory, boolean alias,
+                               Map<Integer, RegisteredMemory> peers) {
+    }
+
+    /** A call as the engine runs it: its algorithm, this rank's descriptor, and whether it is in NCCL's in-place form here. */
+    public record Planned(CollectiveCall call, Algorithm algorithm, CallDescriptor descriptor, boolean inPlace) {
+    }
+
+    /**
+     * What {@link #execute} runs: one call, or the calls of a group.
+     *
+     * @param number  1 for the first batch of the communicator, then one more per batch: the same on
+     *                every rank that issues the same calls
+     * @param calls   the calls, in the caller's order
+     * @param timeout the deadline of the batch
+     * @param group   whether the calls came from {@link #group}
+     */
+    public record Batch(long number, List<Planned> calls, Duration timeout, boolean group) {
+    }
+
+    protected final Communicator communicator;
+    protected final CollectiveOptions options;
+    protected final int rank;
+    protected final int size;
+    /** The deadline of setup, registration and of calls without their own. */
+    protected final Duration timeout;
+    private final List<Algorithm> algorithms;
+    private final TuningTable tuning;
+    private final String topology;
+    private final Issuer defaults;
+
+    private final Object lock = new Object();
+    private long batches;
+    private volatile @Nullable JmscclppException failure;
+    private volatile @Nullable JmscclppException peerFailure;
+    private volatile boolean closed;
+    private @Nullable Disposable watch;
+
+    /** Serialises register and deregister, which are collective and blocking on a virtual thread. */
+    private final ReentrantLock registering = new ReentrantLock();
+    /** Registrations by index; null where deregistered. Guarded by lock. */
+    private final List<@Nullable Registration> registrations = new ArrayList<>();
+    private final Scheduler virtual = Schedulers.fromExecutor(task -> Thread.ofVirtual()
+            .name("jmscclpp-collective-register").start(task));
+
+    /**
+     * @param algorithms     the engine's algorithms (see {@link CollectiveEngine#algorithms()})
+     * @param defaultTuning  the engine's committed table, used unless the options carry one
+     * @param topology       how the ranks are linked, the word tuning rows name ({@code shm}, {@code nvlink})
+     */
+    protected AbstractCollectiveComm(Communicator communicator, CollectiveOptions options, List<Algorithm> algorithms,
+                                     TuningTable defaultTuning, String topology) {
+        this.communicator = communicator;
+        this.options = options;
+        this.rank = communicator.rank();
+        this.size = communicator.size();
+        this.timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        this.algorithms = List.copyOf(algorithms);
+        this.tuning = options.tuning() != null ? options.tuning() : defaultTuning;
+        this.topology = topology;
+        this.defaults = new Issuer(CallOptions.defaults());
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // what engines implement
+
+    /**
+     * Runs {@code batch}; called in issue order, with a lock held that serialises issuing, so it must
+     * not wait for peers: hand the batch to a worker, or enqueue it on a stream. The returned Mono
+     * completes when this rank's part of every call is done. Its error breaks the communicator.
+     */
+    protected abstract Mono<Void> execute(Batch batch);
+
+    /**
+     * Throws INVALID_USAGE (naming {@code which}: "send", "recv") when this engine cannot run a call
+     * on {@code buffer}: memory of another backend or device.
+     */
+    protected abstract void checkBuffer(DeviceBuffer buffer, String which);
+
+    /** The transports registrations are shared over ({@code HOST_IPC}, {@code CUDA_IPC}). */
+    protected abstract TransportFlags registrationTransports();
+
+    /**
+     * The algorithm a planned call really runs: the chosen one, or another of its kind when the
+     * chosen one cannot carry it (a table's small-message algorithm for a call beyond its
+     * capacity). Must depend only on what every rank's call has in common.
+     */
+    protected Algorithm adjust(Planned planned) {
+        return planned.algorithm();
+    }
+
+    /** Throws INVALID_USAGE when the engine cannot run {@code planned} (a forced algorithm beyond its capacity). */
+    protected void check(Planned planned) {
+    }
+
+    /** Called (with no lock held, on the registering thread) once a registration is complete on this rank. */
+    protected void onRegistered(Registration registration) {
+    }
+
+    /** Called once a registration is gone, before its memories are closed. */
+    protected void onDeregistered(Registration registration) {
+    }
+
+    /** Releases the engine's resources; called once by {@link #close()}, after the registrations. */
+    protected abstract void release();
+
+    // ---------------------------------------------------------------------------------------------
+    // for engines
+
+    /**
+     * Starts the watch that reports a peer's death: a receive from every peer that no one ever
+     * sends to, which the bootstrap fails with REMOTE_ERROR (or ABORTED) when that peer, or the job,
+     * fails. Engines call it at the end of a successful setup.
+     */
+    protected final void startWatch() {
+        if (size < 2) {
+            return;
+        }
+        Bootstrap bootstrap = communicator.bootstrap();
+        int tag = WATCH_TAGS | options.tag();
+        List<Mono<Void>> peers = new ArrayList<>();
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            int peer = p;
+            // a receive that passes its deadline is renewed; any other end of it is the news
+            peers.add(Mono.defer(() -> bootstrap.recv(peer, tag, WATCH_PERIOD))
+                    .onErrorResume(e -> e instanceof JmscclppException j && j.code() == ErrorCode.TIMEOUT,
+                            e -> Mono.empty())
+                    .repeat().then());
+        }
+        synchronized (lock) {
+            watch = Flux.merge(Flux.fromIterable(peers).map(m -> m.onErrorResume(e -> {
+                if (!closed && peerFailure == null) {
+                    peerFailure = e instanceof JmscclppException j ? j.withRank(rank)
+                            : JmscclppException.builder(ErrorCode.REMOTE_ERROR, "the bootstrap failed: " + e)
+                            .rank(rank).phase("collective").cause(e).build();
+                }
+                return Mono.empty();
+            }))).subscribe();
+        }
+    }
+
+    /** The job's failure as the watch saw it (a dead peer: REMOTE_ERROR), or null while the job is healthy. */
+    protected final @Nullable JmscclppException peerFailure() {
+        return peerFailure;
+    }
+
+    /** The registration {@code index} (as every rank numbers it), or null when there is none. */
+    protected final @Nullable Registration registration(int index) {
+        synchronized (lock) {
+            return index >= 0 && index < registrations.size() ? registrations.get(index) : null;
+        }
+    }
+
+    /** Where {@code buffer} lies in this rank's registrations ({@link CallDescriptor#location}), or 0 when unregistered. */
+    protected final long locate(@Nullable DeviceBuffer buffer) {
+        if (buffer == null) {
+            return 0;
+        }
+        DeviceBuffer root = DeviceBufferSlice.root(buffer);
+        long start = buffer.address();
+        synchronized (lock) {
+            for (int i = registrations.size() - 1; i >= 0; i--) {
+                Registration r = registrations.get(i);
+                if (r != null && !r.alias() && covers(r.buffer(), root, start, buffer.size())) {
+                    return CallDescriptor.location(r.index(), start - r.buffer().address());
+                }
+            }
+        }
+        return 0;
+    }
+
+    /** Whether registered {@code registered} holds {@code [start, start + bytes)} of {@code root}'s memory. */
+    private static boolean covers(DeviceBuffer registered, DeviceBuffer root, long start, long bytes) {
+        if (registered.isClosed()) {
+            return false;
+        }
+        if (registered == root) {
+            return true;
+        }
+        // the same memory wrapped again (an external pointer wrapped per call): compare addresses
+        long base = registered.address();
+        return root.address() != 0 && root.device().equals(registered.device()) && start >= base
+                && start - base <= registered.size() - bytes;
+    }
+
+    /** Names an algorithm id of this engine, for errors. */
+    protected final String algorithmName(int id) {
+        for (Algorithm a : algorithms) {
+            if (a.id() == id) {
+                return a.name();
+            }
+        }
+        return "#" + id;
+    }
+
+    /** The error of a deadline passed in {@code phase} while waiting for {@code peer} (or NONE). */
+    protected final JmscclppException timeoutError(String phase, int peer, Duration limit, String what) {
+        return JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not happen within " + limit.toMillis()
+                + " ms").rank(rank).peer(peer).tag(options.tag()).phase(phase).build();
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // CollectiveComm
+
+    @Override
+    public final int rank() {
+        return rank;
+    }
+
+    @Override
+    public final int size() {
+        return size;
+    }
+
+    @Override
+    public final Communicator communicator() {
+        return communicator;
+    }
+
+    @Override
+    public final CollectiveOptions options() {
+        return options;
+    }
+
+    @Override
+    public final List<Algorithm> algorithms() {
+        return algorithms;
+    }
+
+    @Override
+    public final Algorithm algorithmFor(CollectiveCall call) {
+        return select(call, CallOptions.defaults());
+    }
+
+    @Override
+    public final Optional<JmscclppException> failure() {
+        return Optional.ofNullable(failure);
+    }
+
+    @Override
+    public final Mono<Void> allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+        return defaults.allReduce(send, recv, count, type, op);
+    }
+
+    @Override
+    public final Mono<Void> allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+        return defaults.allGather(send, recv, sendCount, type);
+    }
+
+    @Override
+    public final Mono<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+                                          ReduceOp op) {
+        return defaults.reduceScatter(send, recv, recvCount, type, op);
+    }
+
+    @Override
+    public final Mono<Void> broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+                                      int root) {
+        return defaults.broadcast(send, recv, count, type, root);
+    }
+
+    @Override
+    public final Mono<Void> reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                   ReduceOp op, int root) {
+        return defaults.reduce(send, recv, count, type, op, root);
+    }
+
+    @Override
+    public final Mono<Void> allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+        return defaults.allToAll(send, recv, count, type);
+    }
+
+    @Override
+    public final Mono<Void> send(DeviceBuffer send, long count, DataType type, int peer) {
+        return defaults.send(send, count, type, peer);
+    }
+
+    @Override
+    public final Mono<Void> recv(DeviceBuffer recv, long count, DataType type, int peer) {
+        return defaults.recv(recv, count, type, peer);
+    }
+
+    @Override
+    public final Mono<Void> execute(CollectiveCall call) {
+        return defaults.execute(call);
+    }
+
+    @Override
+    public final Mono<Void> group(Consumer<CollectiveGroup> calls) {
+        return defaults.group(calls);
+    }
+
+    @Override
+    public final CollectiveComm with(CallOptions callOptions) {
+        return new Issuer(Objects.requireNonNull(callOptions, "callOptions"));
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // issuing
+
+    private Mono<Void> submit(List<CollectiveCall> calls, CallOptions callOptions, boolean group) {
+        return Mono.defer(() -> {
+            List<Planned> planned = new ArrayList<>(calls.size());
+            for (CollectiveCall call : calls) {
+                planned.add(plan(call, callOptions));
+            }
+            Duration limit = callOptions.timeout() != null ? callOptions.timeout() : timeout;
+            Mono<Void> run;
+            synchronized (lock) {
+                checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
+                try {
+                    run = execute(new Batch(++batches, List.copyOf(planned), limit, group));
+                } catch (RuntimeException e) {
+                    // part of the batch may be under way on peers already
+                    breakWith(e);
+                    throw e;
+                }
+            }
+            return run.doOnError(this::breakWith);
+        });
+    }
+
+    /**
+     * Plans {@code calls} (with the communicator's default call options) as the next batch, for
+     * engines that run calls outside {@link #execute} (a stream form): checks, numbers and returns it.
+     */
+    protected final Batch planBatch(List<CollectiveCall> calls, boolean group) {
+        List<Planned> planned = new ArrayList<>(calls.size());
+        for (CollectiveCall call : calls) {
+            planned.add(plan(call, CallOptions.defaults()));
+        }
+        synchronized (lock) {
+            checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
+            return new Batch(++batches, List.copyOf(planned), timeout, group);
+        }
+    }
+
+    /** The calls {@code calls} records on a group, each checked. */
+    protected final List<CollectiveCall> record(Consumer<CollectiveGroup> calls) {
+        Recorder recorder = new Recorder();
+        Objects.requireNonNull(calls, "calls").accept(recorder);
+        return recorder.calls;
+    }
+
+    private Planned plan(CollectiveCall call, CallOptions callOptions) {
+        call.validate(rank, size);
+        if (call.sendBytes(rank, size) > 0) {
+            checkBuffer(Objects.requireNonNull(call.send()), "send");
+        }
+        if (call.recvBytes(rank, size) > 0) {
+            checkBuffer(Objects.requireNonNull(call.recv()), "recv");
+        }
+        Algorithm chosen = select(call, callOptions);
+        Algorithm algorithm = adjust(new Planned(call, chosen, CallDescriptor.of(call, chosen.id(), 0, 0, 0), false));
+        boolean readsSend = call.sendBytes(rank, size) > 0;
+        boolean writesRecv = call.recvBytes(rank, size) > 0;
+        long send = readsSend ? locate(call.send()) : 0;
+        long recv = writesRecv ? locate(call.recv()) : 0;
+        // in place, an alltoall's rank overwrites the slots its peers read: it stages its data first
+        boolean direct = (readsSend || writesRecv) && (!readsSend || send != 0) && (!writesRecv || recv != 0)
+                && !(call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank));
+        CallDescriptor d = CallDescriptor.of(call, algorithm.id(), direct ? CallDescriptor.DIRECT : 0,
+                direct ? send : 0, direct ? recv : 0);
+        Planned planned = new Planned(call, algorithm, d, call.inPlace(rank));
+        check(planned);
+        return planned;
+    }
+
+    private Algorithm select(CollectiveCall call, CallOptions callOptions) {
+        CollectiveKind kind = call.kind();
+        String name = callOptions.algorithm() != null ? callOptions.algorithm() : options.algorithms().get(kind);
+        if (name == null) {
+            name = tuning.choose(kind, size, topology, call.size(size)).orElse(null);
+        }
+        List<Algorithm> candidates = algorithms.stream().filter(a -> a.kind() == kind).toList();
+        if (candidates.isEmpty()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this engine has no " + kind.label()
+                    + " algorithm").rank(rank).phase(kind.label()).build();
+        }
+        if (name == null) {
+            return candidates.get(0);
+        }
+        for (Algorithm a : candidates) {
+            if (a.name().equals(name)) {
+                return a;
+            }
+        }
+        throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no " + kind.label() + " algorithm '" + name
+                + "' (one of " + candidates.stream().map(Algorithm::name).toList() + ")").rank(rank)
+                .phase(kind.label()).build();
+    }
+
+    private void checkUsable(String phase) {
+        if (closed) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
+                    .rank(rank).phase(phase).build();
+        }
+        JmscclppException f = failure;
+        if (f != null) {
+            throw JmscclppException.builder(f.code(), "the collective communicator failed earlier and cannot run more"
+                    + " calls (close it and create a new one): " + f.getMessage()).rank(rank).phase(phase).cause(f)
+                    .build();
+        }
+    }
+
+    /** Makes {@code e} the communicator's failure unless it already has one. */
+    protected final void breakWith(Throwable e) {
+        synchronized (lock) {
+            if (failure == null) {
+                failure = e instanceof JmscclppException j ? j : JmscclppException.builder(ErrorCode.INTERNAL_ERROR,
+                        "a collective call failed: " + e).rank(rank).phase("collective").cause(e).build();
+            }
+        }
+    }
+
+    /** Whether {@link #close()} was called. */
+    protected final boolean isClosed() {
+        return closed;
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // registration
+
+    @Override
+    public final Mono<Void> register(DeviceBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer");
+        return Mono.<Void>fromRunnable(() -> {
+            registering.lock();
+            try {
+                registerNow(DeviceBufferSlice.root(buffer));
+            } finally {
+                registering.unlock();
+            }
+        }).subscribeOn(virtual);
+    }
+
+    @Override
+    public final Mono<Void> deregister(DeviceBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer");
+        return Mono.<Void>fromRunnable(() -> {
+            registering.lock();
+            try {
+                deregisterNow(DeviceBufferSlice.root(buffer));
+            } finally {
+                registering.unlock();
+            }
+        }).subscribeOn(virtual);
+    }
+
+    @Override
+    public final boolean isRegistered(DeviceBuffer buffer) {
+        return locate(buffer) != 0;
+    }
+
+    private void registerNow(DeviceBuffer root) {
+        String phase = "register";
+        checkUsable(phase);
+        if (root.isClosed()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "cannot register a closed buffer: " + root)
+                    .rank(rank).phase(phase).build();
+        }
+        checkBuffer(root, "registered");
+        int index;
+        Registration existing = null;
+        synchronized (lock) {
+            index = registrations.size();
+            for (Registration r : registrations) {
+                if (r != null && !r.alias() && r.buffer() == root) {
+                    existing = r;
+                }
+            }
+        }
+        if (index > CallDescriptor.MAX_REGISTRATIONS) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "more than " + CallDescriptor.MAX_REGISTRATIONS
+                    + " registrations").rank(rank).phase(phase).build();
+        }
+        RegisteredMemory mine;
+        byte[] message;
+        if (existing != null) {
+            mine = existing.memory();
+            message = registrationMessage(index, existing.index(), new byte[0]);
+        } else {
+            try {
+                mine = communicator.registerMemory(root, registrationTransports());
+            } catch (JmscclppException e) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this buffer cannot be registered for"
+                        + " collectives (" + e.detail() + "): " + root).rank(rank).phase(phase).cause(e).build();
+            }
+            message = registrationMessage(index, -1, mine.serialize());
+        }
+        Map<Integer, RegisteredMemory> peers = new HashMap<>();
+        try {
+            Map<Integer, byte[]> received = exchange(message, phase);
+            for (Map.Entry<Integer, byte[]> e : received.entrySet()) {
+                peers.put(e.getKey(), peerMemory(e.getKey(), e.getValue(), index, phase));
+            }
+        } catch (RuntimeException e) {
+            if (existing == null) {
+                closeQuietly(mine, e);
+            }
+            peers.values().forEach(m -> closeQuietly(m, e));
+            throw e;
+        }
+        Registration r = new Registration(index, root, mine, existing != null, Collections.unmodifiableMap(peers));
+        synchronized (lock) {
+            registrations.add(r);
+        }
+        onRegistered(r);
+    }
+
+    private static byte[] registrationMessage(int index, int aliasOf, byte[] memory) {
+        return ByteBuffer.allocate(8 + memory.length).order(ByteOrder.LITTLE_ENDIAN).putInt(index).putInt(aliasOf)
+                .put(memory).array();
+    }
+
+    /** The memory a peer's registration message names: mapped here, or the one of an earlier index it aliases. */
+    private RegisteredMemory peerMemory(int peer, byte[] message, int index, String phase) {
+        ByteBuffer b = ByteBuffer.wrap(message).order(ByteOrder.LITTLE_ENDIAN);
+        if (message.length < 8) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a registration message of " + message.length
+                    + " bytes").rank(rank).peer(peer).phase(phase).build();
+        }
+        int theirIndex = b.getInt();
+        int aliasOf = b.getInt();
+        if (theirIndex != index) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "register calls are out of step: rank " + peer
+                    + " makes registration #" + theirIndex + ", this rank #" + index).rank(rank).peer(peer)
+                    .phase(phase).build();
+        }
+        if (aliasOf >= 0) {
+            Registration earlier = registration(aliasOf);
+            RegisteredMemory m = earlier == null ? null : earlier.peers().get(peer);
+            if (m == null) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "rank " + peer + " registers again its buffer"
+                        + " of registration #" + aliasOf + ", which this rank does not hold").rank(rank).peer(peer)
+                        .phase(phase).build();
+            }
+            return m;
+        }
+        byte[] memory = new byte[b.remaining()];
+        b.get(memory);
+        return RegisteredMemory.deserialize(memory, communicator.backend());
+    }
+
+    private void deregisterNow(DeviceBuffer root) {
+        String phase = "deregister";
+        checkUsable(phase);
+        List<Registration> mine = new ArrayList<>();
+        synchronized (lock) {
+            for (Registration r : registrations) {
+                if (r != null && r.buffer() == root) {
+                    mine.add(r);
+                }
+            }
+        }
+        if (mine.isEmpty()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the buffer is not registered: " + root)
+                    .rank(rank).phase(phase).build();
+        }
+        ByteBuffer message = ByteBuffer.allocate(4 * mine.size()).order(ByteOrder.LITTLE_ENDIAN);
+        mine.forEach(r -> message.putInt(r.index()));
+        Map<Integer, byte[]> received = exchange(message.array(), phase);
+        for (Map.Entry<Integer, byte[]> e : received.entrySet()) {
+            if (!java.util.Arrays.equals(e.getValue(), message.array())) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "deregister calls are out of step: rank "
+                        + e.getKey() + " deregisters other registrations than this rank").rank(rank).peer(e.getKey())
+                        .phase(phase).build();
+            }
+        }
+        synchronized (lock) {
+            mine.forEach(r -> registrations.set(r.index(), null));
+        }
+        for (Registration r : mine) {
+            onDeregistered(r);
+        }
+        closeRegistrations(mine);
+    }
+
+    /** Sends {@code message} to every peer and returns every peer's, each exchange bounded by the deadline. */
+    private Map<Integer, byte[]> exchange(byte[] message, String phase) {
+        Bootstrap bootstrap = communicator.bootstrap();
+        int tag = REGISTRATION_TAGS | options.tag();
+        List<Mono<Void>> sends = new ArrayList<>();
+        List<Mono<Map.Entry<Integer, byte[]>>> recvs = new ArrayList<>();
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            int peer = p;
+            sends.add(bootstrap.send(peer, tag, message, timeout));
+            recvs.add(bootstrap.recv(peer, tag, timeout).map(bytes -> Map.entry(peer, bytes)));
+        }
+        Map<Integer, byte[]> out = new HashMap<>();
+        Flux.merge(Flux.merge(sends).then(Mono.<Map.Entry<Integer, byte[]>>empty()), Flux.merge(recvs))
+                .doOnNext(e -> out.put(e.getKey(), e.getValue()))
+                .then()
+                .timeout(timeout.plusSeconds(5), Mono.error(() -> timeoutError(phase, JmscclppException.NONE, timeout,
+                        "the exchange with every peer")))
+                .block();
+        return out;
+    }
+
+    /** Closes the memories of {@code done} (this rank's unless aliased, the peers' mapped here unless still used). */
+    private void closeRegistrations(List<Registration> done) {
+        List<RegisteredMemory> stillUsed = new ArrayList<>();
+        synchronized (lock) {
+            for (Registration r : registrations) {
+                if (r != null) {
+                    stillUsed.add(r.memory());
+                    stillUsed.addAll(r.peers().values());
+                }
+            }
+        }
+        List<RegisteredMemory> closing = new ArrayList<>();
+        for (Registration r : done) {
+            if (!r.alias()) {
+                closing.add(r.memory());
+            }
+            closing.addAll(r.peers().values());
+        }
+        for (RegisteredMemory m : closing) {
+            if (stillUsed.stream().noneMatch(u -> u == m) && !m.isClosed()) {
+                m.close();
+            }
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c, Throwable into) {
+        try {
+            c.close();
+        } catch (Exception e) {
+            into.addSuppressed(e);
+        }
+    }
+
+    @Override
+    public final void close() {
+        List<Registration> all;
+        Disposable w;
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            all = new ArrayList<>();
+            registrations.forEach(r -> {
+                if (r != null) {
+                    all.add(r);
+                }
+            });
+            registrations.clear();
+            w = watch;
+        }
+        if (w != null) {
+            w.dispose();
+        }
+        RuntimeException first = null;
+        try {
+            release();
+        } catch (RuntimeException e) {
+            first = e;
+        }
+        for (Registration r : all) {
+            try {
+                onDeregistered(r);
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        closeRegistrations(all);
+        virtual.dispose();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+
+    /** The op methods for one set of call options: the communicator's defaults, or a {@link #with} view. */
+    private final class Issuer implements CollectiveComm {
+
+        private final CallOptions callOptions;
+
+        Issuer(CallOptions callOptions) {
+            this.callOptions = callOptions;
+        }
+
+        private Mono<Void> one(CollectiveCall call) {
+            return submit(List.of(call), callOptions, false);
+        }
+
+        @Override
+        public Mono<Void> allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+            return one(CollectiveCall.allReduce(send, recv, count, type, op));
+        }
+
+        @Override
+        public Mono<Void> allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+            return one(CollectiveCall.allGather(send, recv, sendCount, type));
+        }
+
+        @Override
+        public Mono<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+                                        ReduceOp op) {
+            return one(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
+        }
+
+        @Override
+        public Mono<Void> broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+                                    int root) {
+            return one(CollectiveCall.broadcast(send, recv, count, type, root));
+        }
+
+        @Override
+        public Mono<Void> reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
+                                 int root) {
+            return one(CollectiveCall.reduce(send, recv, count, type, op, root));
+        }
+
+        @Override
+        public Mono<Void> allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+            return one(CollectiveCall.allToAll(send, recv, count, type));
+        }
+
+        @Override
+        public Mono<Void> send(DeviceBuffer send, long count, DataType type, int peer) {
+            return one(CollectiveCall.send(send, count, type, peer));
+        }
+
+        @Override
+        public Mono<Void> recv(DeviceBuffer recv, long count, DataType type, int peer) {
+            return one(CollectiveCall.recv(recv, count, type, peer));
+        }
+
+        @Override
+        public Mono<Void> execute(CollectiveCall call) {
+            return one(Objects.requireNonNull(call, "call"));
+        }
+
+        @Override
+        public Mono<Void> group(Consumer<CollectiveGroup> calls) {
+            Objects.requireNonNull(calls, "calls");
+            return Mono.defer(() -> {
+                Recorder recorder = new Recorder();
+                calls.accept(recorder);
+                return submit(recorder.calls, callOptions, true);
+            });
+        }
+
+        @Override
+        public CollectiveComm with(CallOptions options) {
+            return AbstractCollectiveComm.this.with(options);
+        }
+
+        @Override
+        public int rank() {
+            return rank;
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public Communicator communicator() {
+            return communicator;
+        }
+
+        @Override
+        public CollectiveOptions options() {
+            return options;
+        }
+
+        @Override
+        public List<Algorithm> algorithms() {
+            return algorithms;
+        }
+
+        @Override
+        public Algorithm algorithmFor(CollectiveCall call) {
+            return select(call, callOptions);
+        }
+
+        @Override
+        public Mono<Void> register(DeviceBuffer buffer) {
+            return AbstractCollectiveComm.this.register(buffer);
+        }
+
+        @Override
+        public Mono<Void> deregister(DeviceBuffer buffer) {
+            return AbstractCollectiveComm.this.deregister(buffer);
+        }
+
+        @Override
+        public boolean isRegistered(DeviceBuffer buffer) {
+            return AbstractCollectiveComm.this.isRegistered(buffer);
+        }
+
+        @Override
+        public Optional<JmscclppException> failure() {
+            return AbstractCollectiveComm.this.failure();
+        }
+
+        @Override
+        public void close() {
+            AbstractCollectiveComm.this.close();
+        }
+
+        @Override
+        public String toString() {
+            return AbstractCollectiveComm.this + " with " + callOptions;
+        }
+    }
+
+    /** A {@link CollectiveGroup} that records checked calls. */
+    private final class Recorder implements CollectiveGroup {
+
+        final List<CollectiveCall> calls = new ArrayList<>();
+
+        @Override
+        public CollectiveGroup add(CollectiveCall call) {
+            Objects.requireNonNull(call, "call").validate(rank, size);
+            calls.add(call);
+            return this;
+        }
+
+        @Override
+        public CollectiveGroup allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+            return add(CollectiveCall.allReduce(send, recv, count, type, op));
+        }
+
+        @Override
+        public CollectiveGroup allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+            return add(CollectiveCall.allGather(send, recv, sendCount, type));
+        }
+
+        @Override
+        public CollectiveGroup reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+                                             ReduceOp op) {
+            return add(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
+        }
+
+        @Override
+        public CollectiveGroup broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+                                         int root) {
+            return add(CollectiveCall.broadcast(send, recv, count, type, root));
+        }
+
+        @Override
+        public CollectiveGroup reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                      ReduceOp op, int root) {
+            return add(CollectiveCall.reduce(send, recv, count, type, op, root));
+        }
+
+        @Override
+        public CollectiveGroup allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+            return add(CollectiveCall.allToAll(send, recv, count, type));
+        }
+
+        @Override
+        public CollectiveGroup send(DeviceBuffer send, long count, DataType type, int peer) {
+            return add(CollectiveCall.send(send, count, type, peer));
+        }
+
+        @Override
+        public CollectiveGroup recv(DeviceBuffer recv, long count, DataType type, int peer) {
+            return add(CollectiveCall.recv(recv, count, type, peer));
+        }
+    }
+}

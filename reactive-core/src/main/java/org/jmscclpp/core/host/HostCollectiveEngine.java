@@ -1,0 +1,41 @@
+package org.jmscclpp.core.host;
+
+import java.util.List;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.collective.Algorithm;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveEngine;
+import org.jmscclpp.core.collective.CollectiveOptions;
+import org.jmscclpp.core.collective.TuningTable;
+import reactor.core.publisher.Mono;
+
+/**
+ * The collectives of the {@code host} backend (CPU ranks over shared memory), found by
+ * {@link CollectiveComm#create} through the service loader. One algorithm per kind; its tuning
+ * table is {@value #TUNING}.
+ */
+public final class HostCollectiveEngine implements CollectiveEngine {
+
+    /** The engine's committed tuning table, a class-path resource. */
+    public static final String TUNING = "org/jmscclpp/core/host/tuning-host.txt";
+
+    /** Called by {@link java.util.ServiceLoader}. */
+    public HostCollectiveEngine() {
+    }
+
+    @Override
+    public String backend() {
+        return "host";
+    }
+
+    @Override
+    public List<Algorithm> algorithms() {
+        return HostCollectiveComm.ALGORITHMS;
+    }
+
+    @Override
+    public Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
+        return Mono.defer(() -> HostCollectiveComm.create(communicator, options,
+                TuningTable.resource(HostCollectiveEngine.class.getClassLoader(), TUNING)));
+    }
+}

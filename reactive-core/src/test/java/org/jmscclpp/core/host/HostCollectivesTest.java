@@ -1,0 +1,282 @@
+package org.jmscclpp.core.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntFunction;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.InMemoryBootstrap;
+import org.jmscclpp.core.collective.CollectiveCall;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.CollectiveOptions;
+import org.jmscclpp.core.collective.CollectiveReference;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The host engine's whole matrix: every kind × every type × every reduction × in place and out of
+ * place × counts {0, 1, 7, ranks − 1, 1000003} × buffer offsets, on 1 to 4 ranks in this JVM (each
+ * with its own host backend, communicator and collective communicator over an in-memory
+ * bootstrap), with staged buffers and with registered ones. Every output element is checked
+ * against {@link CollectiveReference} (the bound is stated there), every rank's allreduce output
+ * must equal rank 0's bit for bit, and the bytes around every receive range (and a non-root's
+ * receive buffer of a reduce) must be untouched.
+ *
+ * <p>Offsets: small counts run at offsets 0 and 13 bytes into the buffers; the large count at 13
+ * only (unaligned is the harder case; the aligned one is covered by the small counts). The scratch
+ * is 1 MiB, so the large count takes many staged rounds.
+ */
+class HostCollectivesTest {
+
+    static final long LARGE = 1_000_003;
+    static final int GUARD = 16;
+    static final byte POISON = (byte) 0x5A;
+    static final Duration LIMIT = Duration.ofSeconds(120);
+
+    /** One job of n ranks in this JVM. */
+    static final class Job implements AutoCloseable {
+        final int n;
+        final List<HostBackend> backends = new ArrayList<>();
+        final List<Communicator> communicators = new ArrayList<>();
+        final List<CollectiveComm> comms = new ArrayList<>();
+        final List<InMemoryBootstrap> bootstraps;
+
+        Job(int n, CollectiveOptions options) {
+            this.n = n;
+            this.bootstraps = InMemoryBootstrap.group(n);
+            List<Mono<CollectiveComm>> setups = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                HostBackend b = HostBackend.open();
+                backends.add(b);
+                Communicator c = Communicator.create(bootstraps.get(r), b);
+                communicators.add(c);
+                setups.add(CollectiveComm.create(c, options));
+            }
+            List<CollectiveComm> made = Flux.mergeSequential(setups).collectList().block(LIMIT);
+            comms.addAll(made);
+        }
+
+        /** Runs {@code perRank} on every rank at once and waits. */
+        void all(IntFunction<Mono<Void>> perRank) {
+            List<Mono<Void>> monos = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                monos.add(perRank.apply(r));
+            }
+            Mono.when(monos).block(LIMIT);
+        }
+
+        @Override
+        public void close() {
+            comms.forEach(CollectiveComm::close);
+            communicators.forEach(Communicator::close);
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} ranks, registered={1}")
+    @CsvSource({"1, false", "2, false", "3, false", "4, false", "1, true", "2, true", "3, true", "4, true"})
+    void everyKindTypeReductionPlacementCountAndOffset(int n, boolean registered) {
+        long maxElements = n * LARGE;
+        List<String> failures = new ArrayList<>();
+        long calls = 0;
+        long t0 = System.nanoTime();
+        try (Job job = new Job(n, CollectiveOptions.defaults().withScratchBytes(1 << 20));
+             Arena arena = Arena.ofShared()) {
+            long bytes = maxElements * 8 + 2 * 64;
+            List<DeviceBuffer> sendRoot = new ArrayList<>();
+            List<DeviceBuffer> recvRoot = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                sendRoot.add(job.backends.get(r).allocate(bytes));
+                recvRoot.add(job.backends.get(r).allocate(bytes));
+            }
+            if (registered) {
+                job.all(r -> job.comms.get(r).register(sendRoot.get(r)));
+                job.all(r -> job.comms.get(r).register(recvRoot.get(r)));
+            }
+            for (DataType type : DataType.values()) {
+                MemorySegment[] inputs = new MemorySegment[n];
+                for (int q = 0; q < n; q++) {
+                    inputs[q] = arena.allocate(maxElements * type.bytes(), 8);
+                    CollectiveReference.fill(type, 42 + type.code(), q, 0, maxElements, inputs[q], 0);
+                }
+                for (CollectiveKind kind : CollectiveKind.values()) {
+                    if (kind == CollectiveKind.RECV) {
+                        continue;   // SEND runs both
+                    }
+                    for (ReduceOp op : kind.reduces() ? ReduceOp.values() : new ReduceOp[] {null}) {
+                        for (boolean inPlace : new boolean[] {false, true}) {
+                            if (inPlace && kind == CollectiveKind.SEND) {
+                                continue;
+                            }
+                            for (long count : new long[] {0, 1, 7, n - 1, LARGE}) {
+                                for (long offset : count == LARGE ? new long[] {13} : new long[] {0, 13}) {
+                                    String what = kind.label() + " " + type + (op == null ? "" : " " + op)
+                                            + (inPlace ? " in place" : "") + " count " + count + " offset " + offset
+                                            + " on " + n + " ranks" + (registered ? " registered" : "");
+                                    String why = runAndCheck(job, kind, type, op, inPlace, count, offset, inputs,
+                                            sendRoot, recvRoot);
+                                    calls++;
+                                    if (why != null) {
+                                        failures.add(what + ": " + why);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            assertTrue(job.comms.stream().allMatch(c -> c.failure().isEmpty()), "no communicator broke");
+        }
+        System.out.printf("HostCollectivesTest: %d ranks%s: %d calls checked in %.1f s%n", n,
+                registered ? " (registered)" : "", calls, (System.nanoTime() - t0) / 1e9);
+        assertEquals(List.of(), failures.subList(0, Math.min(20, failures.size())), failures.size() + " failures");
+    }
+
+    /** Runs one call on every rank and checks every rank's output; null when right, else why not. */
+    static String runAndCheck(Job job, CollectiveKind kind, DataType type, ReduceOp op, boolean inPlace, long count,
+                              long offset, MemorySegment[] inputs, List<DeviceBuffer> sendRoot,
+                              List<DeviceBuffer> recvRoot) {
+        int n = job.n;
+        int w = type.bytes();
+        int root = n - 1;
+        long sendElements = kind.sendElements(count, n);
+        // the ring of sends and receives receives what it sends
+        long recvElements = kind == CollectiveKind.SEND ? count : kind.recvElements(count, n);
+        List<CollectiveCall> calls = new ArrayList<>();
+        List<DeviceBuffer> recvOf = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            MemorySegment recvSeg = recvRoot.get(r).hostSegment();
+            MemorySegment sendSeg = sendRoot.get(r).hostSegment();
+            long region = inPlace ? Math.max(sendElements, recvElements) * w : recvElements * w;
+            recvSeg.asSlice(offset, region + 2L * GUARD).fill(POISON);
+            DeviceBuffer recv = recvRoot.get(r).slice(offset + GUARD, Math.max(1, recvElements * w));
+            DeviceBuffer send;
+            if (inPlace) {
+                DeviceBuffer whole = recvRoot.get(r).slice(offset + GUARD, Math.max(1, region));
+                switch (kind) {
+                    case ALL_GATHER -> {
+                        send = count == 0 ? whole : whole.slice(r * count * w, count * w);
+                        recv = whole;
+                    }
+                    case REDUCE_SCATTER -> {
+                        send = whole;
+                        recv = count == 0 ? whole : whole.slice(r * count * w, count * w);
+                    }
+                    default -> {
+                        send = whole;
+                        recv = whole;
+                    }
+                }
+                if (sendElements > 0) {
+                    MemorySegment.copy(inputs[r], 0, recvSeg, offset + GUARD + (kind == CollectiveKind.ALL_GATHER
+                            ? r * count * w : 0), (kind == CollectiveKind.ALL_GATHER ? count : sendElements) * w);
+                }
+            } else {
+                send = sendRoot.get(r).slice(offset, Math.max(1, sendElements * w));
+                if (sendElements > 0) {
+                    MemorySegment.copy(inputs[r], 0, sendSeg, offset, sendElements * w);
+                }
+            }
+            recvOf.add(recv);
+            calls.add(switch (kind) {
+                case ALL_REDUCE -> CollectiveCall.allReduce(send, recv, count, type, op);
+                case ALL_GATHER -> CollectiveCall.allGather(send, recv, count, type);
+                case REDUCE_SCATTER -> CollectiveCall.reduceScatter(send, recv, count, type, op);
+                case BROADCAST -> CollectiveCall.broadcast(send, recv, count, type, root);
+                case REDUCE -> CollectiveCall.reduce(send, recv, count, type, op, root);
+                case ALL_TO_ALL -> CollectiveCall.allToAll(send, recv, count, type);
+                case SEND, RECV -> null;
+            });
+        }
+        try {
+            if (kind == CollectiveKind.SEND) {
+                // a ring: send to rank + 1, receive from rank - 1, as one group (with one rank: itself)
+                List<DeviceBuffer> sends = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    sends.add(sendRoot.get(r).slice(offset, Math.max(1, count * w)));
+                }
+                job.all(r -> job.comms.get(r).group(g -> g.recv(recvOf.get(r), count, type, (r + n - 1) % n)
+                        .send(sends.get(r), count, type, (r + 1) % n)));
+            } else {
+                job.all(r -> job.comms.get(r).execute(calls.get(r)));
+            }
+        } catch (RuntimeException e) {
+            return "failed: " + e;
+        }
+        // the outputs
+        for (int r = 0; r < n; r++) {
+            MemorySegment out = recvOf.get(r).hostSegment();
+            MemorySegment around = recvRoot.get(r).hostSegment();
+            long start = offset + GUARD;
+            long end = start + (inPlace ? Math.max(sendElements, recvElements) : recvElements) * w;
+            boolean writes = kind != CollectiveKind.REDUCE || r == root;
+            if (!untouched(around, offset, GUARD) || !untouched(around, end, GUARD)
+                    || (!writes && !inPlace && !untouched(around, start, recvElements * w))) {
+                return "rank " + r + " wrote outside its receive range";
+            }
+            if (!writes || count == 0) {
+                continue;
+            }
+            String why = switch (kind) {
+                case ALL_REDUCE -> r == 0 ? reduced(type, op, inputs, 0, out, count)
+                        : sameAs(recvOf.get(0).hostSegment(), out, count * w);
+                case REDUCE -> reduced(type, op, inputs, 0, out, count);
+                case REDUCE_SCATTER -> reduced(type, op, inputs, r * count * w, out, count);
+                case BROADCAST -> sameAs(inputs[root], out, count * w);
+                case ALL_GATHER -> {
+                    String bad = null;
+                    for (int q = 0; q < n && bad == null; q++) {
+                        bad = sameAs(inputs[q].asSlice(0, count * w), out.asSlice(q * count * w, count * w), count * w);
+                    }
+                    yield bad;
+                }
+                case ALL_TO_ALL -> {
+                    String bad = null;
+                    for (int q = 0; q < n && bad == null; q++) {
+                        bad = sameAs(inputs[q].asSlice(r * count * w, count * w), out.asSlice(q * count * w,
+                                count * w), count * w);
+                    }
+                    yield bad;
+                }
+                case SEND, RECV -> sameAs(inputs[(r + n - 1) % n], out, count * w);
+            };
+            if (why != null) {
+                return "rank " + r + ": " + why;
+            }
+        }
+        return null;
+    }
+
+    static String reduced(DataType type, ReduceOp op, MemorySegment[] inputs, long inputOffset, MemorySegment out,
+                          long count) {
+        long[] offsets = new long[inputs.length];
+        java.util.Arrays.fill(offsets, inputOffset);
+        return CollectiveReference.checkReduced(type, op, inputs, offsets, out, 0, count);
+    }
+
+    static String sameAs(MemorySegment expected, MemorySegment actual, long bytes) {
+        long at = MemorySegment.mismatch(expected, 0, bytes, actual, 0, bytes);
+        return at < 0 ? null : "byte " + at + " differs";
+    }
+
+    static boolean untouched(MemorySegment s, long offset, long bytes) {
+        for (long i = 0; i < bytes; i++) {
+            if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, offset + i) != POISON) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
