@@ -3,6 +3,7 @@ package org.jmscclpp.samples;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.function.Function;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;

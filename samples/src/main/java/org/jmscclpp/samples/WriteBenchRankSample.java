@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bootstrap;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -24,9 +24,16 @@ import org.jspecify.annotations.Nullable;
  * </ol>
  * Where no local rank is given, it equals the rank, which is right for single-host jobs.
  *
+ * <p>A process started by any of these launchers joins its job with:
+ * <pre>{@code
+ * RankEnvironment env = RankEnvironment.fromEnvironment();
+ * TcpBootstrap bs = TcpBootstrap.create(env.rank(), env.worldSize());
+ * bs.initialize(env.rootAddress()).block(Duration.ofSeconds(30));
+ * }</pre>
+ *
  * @param rank        this process's rank, in [0, worldSize)
  * @param worldSize   number of ranks in the job, at least 1
- * @param rootAddress where rank 0 hosts the bootstrap root, in any form {@code TcpBootstrap.initialize(String)}
+ * @param rootAddress where rank 0 hosts the bootstrap root, in any form {@link TcpBootstrap#initialize(String)}
  *                    accepts ({@code ip:port}, {@code if:ip:port}, {@code [v6]:port}, {@code host:port})
  * @param localRank   this process's rank among the ranks of its host, at least 0
  */
