@@ -16,6 +16,8 @@ import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.bench.BenchArgs;
+import org.jmscclpp.bench.BenchJob;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.NcclCommunicator;

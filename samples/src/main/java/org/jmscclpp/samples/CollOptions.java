@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
 import org.jspecify.annotations.Nullable;
 
 /**

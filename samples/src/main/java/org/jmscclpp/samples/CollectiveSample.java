@@ -3,6 +3,8 @@ package org.jmscclpp.samples;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
+import org.jmscclpp.bench.MarkdownTable;
 import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;

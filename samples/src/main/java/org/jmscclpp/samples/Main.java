@@ -4,6 +4,11 @@ import java.io.PrintStream;
 import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
+import org.jmscclpp.bench.BootstrapBench;
+import org.jmscclpp.bench.CudaProxyBench;
+import org.jmscclpp.bench.EthernetBench;
+import org.jmscclpp.bench.ProxyBench;
+import org.jmscclpp.bench.WriteBench;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -26,9 +31,9 @@ import org.jmscclpp.core.JmscclppException;
  */
 public final class Main {
 
-    static final int OK = 0;
-    static final int FAILURE = 1;
-    static final int USAGE = 2;
+    static final int OK = ExitCodes.OK;
+    static final int FAILURE = ExitCodes.FAILURE;
+    static final int USAGE = ExitCodes.USAGE;
 
     private Main() {
     }

@@ -4,6 +4,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jmscclpp.bench.BenchRankSample;
+import org.jmscclpp.bench.CudaProxyBenchRankSample;
+import org.jmscclpp.bench.EthernetBenchRankSample;
+import org.jmscclpp.bench.ProxyBenchRankSample;
+import org.jmscclpp.bench.WriteBenchRankSample;
 
 /** The one place where sample names are bound to implementations. */
 final class Samples {

@@ -7,15 +7,15 @@ import java.util.List;
 import java.util.Map;
 
 /** One in-process run of the command line ({@link Main#run}): its exit code and what it printed to stdout and stderr. */
-record MainRun(int code, String out, String err) {
+public record MainRun(int code, String out, String err) {
 
     /** Runs {@code jmscclpp args} with no rank environment. */
-    static MainRun of(String... args) {
+    public static MainRun of(String... args) {
         return of(Map.of(), args);
     }
 
     /** Runs {@code jmscclpp args} as if the process environment were {@code env}. */
-    static MainRun of(Map<String, String> env, String... args) {
+    public static MainRun of(Map<String, String> env, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int code;

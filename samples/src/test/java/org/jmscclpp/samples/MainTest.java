@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
+import org.jmscclpp.bench.BenchRankSample;
+import org.jmscclpp.bench.WriteBench;
+import org.jmscclpp.bench.WriteBenchRankSample;
 import org.junit.jupiter.api.Test;
 
 class MainTest {

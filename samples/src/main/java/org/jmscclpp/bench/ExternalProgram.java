@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -23,9 +23,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * What the C baselines of the benchmarks ({@link ShmPingPongFloor}, {@link MpiBaseline}) share:
- * finding a tool on the PATH, compiling a C program of {@code src/main/c} into a temporary
- * directory, and running a child process with a deadline while capturing its output. Blocking
- * calls, for the calling thread of a benchmark.
+ * finding a tool on the PATH, compiling a C program of {@code src/main/c/org/jmscclpp/bench} into a
+ * temporary directory, and running a child process with a deadline while capturing its output.
+ * Blocking calls, for the calling thread of a benchmark.
  */
 final class ExternalProgram {
 
@@ -33,6 +33,8 @@ final class ExternalProgram {
     private static final Duration GRACE = Duration.ofSeconds(5);
     private static final int TAIL_CHARS = 2000;
     private static final int COMPILE_TAIL_LINES = 12;
+    /** Where the C sources are in the samples module: beside this package, as class-path resources. */
+    private static final String SOURCES = "src/main/c/org/jmscclpp/bench";
 
     private ExternalProgram() {
     }
@@ -94,7 +96,7 @@ final class ExternalProgram {
             Path source = dir.resolve(sourceName);
             source.toFile().deleteOnExit();
             if (!copySource(sourceName, source)) {
-                return new Compiled(null, sourceName + " is neither on the classpath nor under samples/src/main/c");
+                return new Compiled(null, sourceName + " is neither on the classpath nor under samples/" + SOURCES);
             }
             Path binary = dir.resolve(binaryName);
             binary.toFile().deleteOnExit();
@@ -114,15 +116,14 @@ final class ExternalProgram {
 
     /** Copies the C source to {@code target}, preferring the classpath copy; false when neither exists. */
     private static boolean copySource(String sourceName, Path target) throws IOException {
-        try (InputStream in = ExternalProgram.class.getResourceAsStream("/" + sourceName)) {
+        try (InputStream in = ExternalProgram.class.getResourceAsStream(sourceName)) {
             if (in != null) {
                 Files.copy(in, target);
                 return true;
             }
         }
         // Running from the source tree without the resources copied: the repository root or the module dir.
-        for (Path candidate : List.of(Path.of("samples", "src", "main", "c", sourceName),
-                Path.of("src", "main", "c", sourceName))) {
+        for (Path candidate : List.of(Path.of("samples", SOURCES, sourceName), Path.of(SOURCES, sourceName))) {
             if (Files.isRegularFile(candidate)) {
                 Files.copy(candidate, target);
                 return true;

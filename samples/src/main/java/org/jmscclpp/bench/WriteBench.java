@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,9 +22,10 @@ import org.jspecify.annotations.Nullable;
  * failures go to stderr; the table goes to stdout. Exits 1 when a rank failed or a check found
  * wrong bytes; a missed target is reported, not a failure.
  */
-final class WriteBench {
+public final class WriteBench {
 
-    static final String SYNOPSIS = "jmscclpp bench write [--min 4K] [--max 256M] [--iters 2000] [--warmup 1000]";
+    /** The usage line that {@code jmscclpp help} and a usage error print. */
+    public static final String SYNOPSIS = "jmscclpp bench write [--min 4K] [--max 256M] [--iters 2000] [--warmup 1000]";
 
     /** HOST_IPC GB/s over in-process copy GB/s that the target asks for, from {@link #TARGET_FROM} bytes up. */
     static final double TARGET = 0.8;
@@ -59,11 +63,12 @@ final class WriteBench {
         }
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    /** {@code jmscclpp bench write ARGS}: prints its table on {@code out}; returns the exit code. */
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         WriteBenchRankSample.Options o =
                 BenchArgs.parseOrPrintUsage(args, WriteBenchRankSample::parse, "jmscclpp bench write", SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         err.printf("bench: write, 2 processes, %s to %s ...%n", ByteSizes.label(o.min()), ByteSizes.label(o.max()));
         List<Row> rows = new ArrayList<>();
@@ -89,7 +94,7 @@ final class WriteBench {
             out.println("bench write failed: " + error);
             failed = true;
         }
-        return failed ? Main.FAILURE : Main.OK;
+        return failed ? ExitCodes.FAILURE : ExitCodes.OK;
     }
 
     /** Runs the two ranks, adding rank 0's rows; returns what went wrong, or null. */

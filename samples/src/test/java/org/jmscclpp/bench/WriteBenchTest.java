@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -11,6 +11,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -21,7 +24,7 @@ class WriteBenchTest {
     @Timeout(180)
     void benchWriteWithTinySizesPrintsOneCheckedRowPerSize() {
         MainRun r = MainRun.of("bench", "write", "--max", "64K", "--iters", "3");
-        assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
+        assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
         int header = lines.indexOf(lines.stream().filter(l -> l.startsWith("|")).findFirst().orElseThrow());
@@ -41,12 +44,12 @@ class WriteBenchTest {
 
     @Test
     void usageErrorsStartNothing() {
-        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--min", "4").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--min", "64K", "--max", "4K").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--iters", "0").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "write", "--max", "big").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "write", "--min", "4").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "write", "--min", "64K", "--max", "4K").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "write", "--iters", "0").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "write", "--max", "big").code());
         MainRun r = MainRun.of("bench", "write", "--bogus", "1");
-        assertEquals(Main.USAGE, r.code());
+        assertEquals(ExitCodes.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(WriteBench.SYNOPSIS), r.err());
     }
 

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.IOException;
 import java.nio.file.Path;

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -22,6 +22,10 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Sample;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -46,9 +50,10 @@ import org.jspecify.annotations.Nullable;
  * </pre>
  * ({@code check=} is followed by {@code ok} or the failure, spaces and all, to the end of the line.)
  */
-final class WriteBenchRankSample implements Sample {
+public final class WriteBenchRankSample implements Sample {
 
-    static final String NAME = "bench-write-rank";
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-write-rank";
 
     static final Duration OP_TIMEOUT = Duration.ofSeconds(120);
     /** Bytes each size moves in its timed iterations, at most (warm-up: a quarter of it). */
@@ -114,7 +119,7 @@ final class WriteBenchRankSample implements Sample {
                 Blocking.done(bs.barrier(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), rank, "final barrier");
             }
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /** Rank 0's part for one size; returns its WRITE line. */

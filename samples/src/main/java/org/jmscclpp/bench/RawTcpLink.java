@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -14,6 +14,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.samples.Blocking;
 
 /**
  * The baseline of {@code jmscclpp bench ethernet}: one plain {@link SocketChannel} between the two

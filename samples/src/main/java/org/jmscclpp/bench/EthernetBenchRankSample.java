@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -26,6 +26,10 @@ import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.Waiting;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Sample;
 
 /**
  * {@code bench-ethernet-rank --min B --max B --iters N --warmup N --turns N}: one of the two ranks
@@ -58,9 +62,10 @@ import org.jmscclpp.core.host.HostBackend;
  * ETH-PINGPONG turns=1000 eth_us=41.20 tcp_us=20.10
  * </pre>
  */
-final class EthernetBenchRankSample implements Sample {
+public final class EthernetBenchRankSample implements Sample {
 
-    static final String NAME = "bench-ethernet-rank";
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-ethernet-rank";
 
     static final Duration OP_TIMEOUT = Duration.ofSeconds(120);
     /** Bytes each size moves in its timed iterations, at most, per transport (warm-up: a quarter of it). */
@@ -170,7 +175,7 @@ final class EthernetBenchRankSample implements Sample {
                 Blocking.done(bs.barrier(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), rank, "final barrier");
             }
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /**

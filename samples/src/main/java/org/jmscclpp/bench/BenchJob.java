@@ -1,17 +1,18 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.function.Predicate;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Runs the rank processes of one benchmark measurement: hands every output line to the caller,
  * which takes the result lines, and keeps the last lines of everything else to explain a failure.
  */
-final class BenchJob {
+public final class BenchJob {
 
     /** How many lines of other output are kept. */
     private static final int KEPT_LINES = 40;
@@ -25,10 +26,10 @@ final class BenchJob {
      * @param error      what went wrong (no result in time, a rank that failed), or null
      * @param lastOutput the last lines the ranks printed that were not results, prefixed with their rank
      */
-    record Outcome(@Nullable String error, List<String> lastOutput) {
+    public record Outcome(@Nullable String error, List<String> lastOutput) {
 
         /** Prints {@code error} for {@code what} and the kept output to {@code err}. */
-        void report(PrintStream err, String what, String error) {
+        public void report(PrintStream err, String what, String error) {
             err.printf("bench: %s failed: %s; last output:%n", what, error);
             lastOutput.forEach(l -> err.println("  " + l));
         }
@@ -38,7 +39,7 @@ final class BenchJob {
      * Starts {@code job}, passes each output line to {@code result} (which returns whether it was a
      * result line) and waits for the ranks at most {@code timeout}.
      */
-    static Outcome run(Launcher.Builder job, Duration timeout, Predicate<Launcher.OutputLine> result) {
+    public static Outcome run(Launcher.Builder job, Duration timeout, Predicate<Launcher.OutputLine> result) {
         ConcurrentLinkedDeque<String> chatter = new ConcurrentLinkedDeque<>();
         String error = null;
         try (Launcher.Job running = job.output(line -> {

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -17,7 +19,7 @@ class EthernetBenchTest {
     void benchEthernetWithTinySizesPrintsBothTables() {
         MainRun r = MainRun.of("bench", "ethernet", "--min", "1K", "--max", "16K", "--iters", "3", "--warmup", "1",
                 "--turns", "20", "--jit-warmup", "50");
-        assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
+        assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
         int header = lines.indexOf(lines.stream().filter(l -> l.startsWith("|")).findFirst().orElseThrow());
@@ -41,12 +43,12 @@ class EthernetBenchTest {
 
     @Test
     void usageErrorsStartNothing() {
-        assertEquals(Main.USAGE, MainRun.of("bench", "ethernet", "--min", "4").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "ethernet", "--min", "64K", "--max", "4K").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "ethernet", "--turns", "0").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "ethernet", "--max", "4G").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--min", "4").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--min", "64K", "--max", "4K").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--turns", "0").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--max", "4G").code());
         MainRun r = MainRun.of("bench", "ethernet", "--bogus", "1");
-        assertEquals(Main.USAGE, r.code());
+        assertEquals(ExitCodes.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(EthernetBench.SYNOPSIS), r.err());
         assertTrue(MainRun.of("help").out().contains(EthernetBench.SYNOPSIS.substring("jmscclpp ".length())));
         MainRun which = MainRun.of("bench", "nope");

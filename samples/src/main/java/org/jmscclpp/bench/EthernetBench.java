@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,9 +22,10 @@ import org.jspecify.annotations.Nullable;
  * stderr; the tables go to stdout. Exits 1 when a rank failed or rank 1's check found wrong bytes;
  * a missed target is reported, not a failure.
  */
-final class EthernetBench {
+public final class EthernetBench {
 
-    static final String SYNOPSIS =
+    /** The usage line that {@code jmscclpp help} and a usage error print. */
+    public static final String SYNOPSIS =
             "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 200] [--warmup 200] [--turns 5000] "
             + "[--jit-warmup 20000]";
 
@@ -70,11 +74,12 @@ final class EthernetBench {
         }
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    /** {@code jmscclpp bench ethernet ARGS}: prints its table on {@code out}; returns the exit code. */
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         EthernetBenchRankSample.Options o = BenchArgs.parseOrPrintUsage(args, EthernetBenchRankSample::parse,
                 "jmscclpp bench ethernet", SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         err.printf("bench: ethernet, 2 processes, %s to %s, %d ping-pong turns ...%n", ByteSizes.label(o.min()),
                 ByteSizes.label(o.max()), o.turns());
@@ -111,7 +116,7 @@ final class EthernetBench {
             out.println("bench ethernet failed: " + error);
             failed = true;
         }
-        return failed ? Main.FAILURE : Main.OK;
+        return failed ? ExitCodes.FAILURE : ExitCodes.OK;
     }
 
     private static @Nullable String measure(EthernetBenchRankSample.Options o, List<Row> rows, List<PingPong> pings,

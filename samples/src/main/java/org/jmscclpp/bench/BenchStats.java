@@ -1,21 +1,21 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /** Arithmetic of the benchmarks: slowest rank per iteration, medians, and the long[] exchange. */
-final class BenchStats {
+public final class BenchStats {
 
     private BenchStats() {
     }
 
     /** Median of {@code values} (mean of the two middle values for an even count); the array is not changed. */
-    static double median(long[] values) {
+    public static double median(long[] values) {
         return median(Arrays.stream(values).asDoubleStream().toArray());
     }
 
     /** Median of {@code values} (mean of the two middle values for an even count); the array is not changed. */
-    static double median(double[] values) {
+    public static double median(double[] values) {
         if (values.length == 0) {
             throw new IllegalArgumentException("median of nothing");
         }
@@ -29,7 +29,7 @@ final class BenchStats {
      * For each iteration {@code i} in {@code [0, count)}, the largest of {@code perRank[r][offset + i]}
      * over the ranks r (the slowest rank), then the median of those maxima.
      */
-    static double medianOfSlowest(long[][] perRank, int offset, int count) {
+    public static double medianOfSlowest(long[][] perRank, int offset, int count) {
         long[] slowest = new long[count];
         for (int i = 0; i < count; i++) {
             long max = Long.MIN_VALUE;
@@ -41,14 +41,14 @@ final class BenchStats {
         return median(slowest);
     }
 
-    static byte[] toBytes(long[] values) {
+    public static byte[] toBytes(long[] values) {
         ByteBuffer b = ByteBuffer.allocate(values.length * Long.BYTES);
         b.asLongBuffer().put(values);
         return b.array();
     }
 
     /** Splits an allGather result of {@code nRanks} equal long[] contributions. */
-    static long[][] split(byte[] gathered, int nRanks) {
+    public static long[][] split(byte[] gathered, int nRanks) {
         int perRank = gathered.length / nRanks / Long.BYTES;
         if (perRank * Long.BYTES * nRanks != gathered.length) {
             throw new IllegalArgumentException(gathered.length + " bytes do not split into " + nRanks + " long arrays");

@@ -1,10 +1,10 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.util.List;
 import java.util.function.IntPredicate;
 
 /** The markdown tables the benchmarks print: padded columns, numbers right-aligned, text columns left-aligned. */
-final class MarkdownTable {
+public final class MarkdownTable {
 
     /** A markdown rule needs three dashes, so no column is narrower. */
     private static final int MIN_WIDTH = 3;
@@ -19,7 +19,7 @@ final class MarkdownTable {
      *
      * @param rows each as many cells as {@code header}
      */
-    static String render(List<String> header, List<List<String>> rows, IntPredicate leftAligned) {
+    public static String render(List<String> header, List<List<String>> rows, IntPredicate leftAligned) {
         int[] width = new int[header.size()];
         for (int c = 0; c < width.length; c++) {
             width[c] = Math.max(MIN_WIDTH, header.get(c).length());

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -11,6 +11,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jmscclpp.core.ProxyService.Poller;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -29,7 +31,7 @@ class ProxyBenchTest {
     void benchProxyWithTinyCountsPrintsTheWholeTable() {
         MainRun r = MainRun.of("bench", "proxy", "--iters", "30", "--warmup", "10", "--triggers", "3000", "--rounds", "2",
                 "--threads", "2");
-        assertEquals(Main.OK, r.code(), () -> r.out() + "\n" + r.err());
+        assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
         boolean floor = ShmPingPongFloor.compiler().isPresent();
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
@@ -76,12 +78,12 @@ class ProxyBenchTest {
 
     @Test
     void usageErrorsStartNothing() {
-        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--iters", "0").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--threads", "65").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--triggers", "3", "--threads", "4").code());
-        assertEquals(Main.USAGE, MainRun.of("bench", "proxy", "--rounds").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "proxy", "--iters", "0").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "proxy", "--threads", "65").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "proxy", "--triggers", "3", "--threads", "4").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "proxy", "--rounds").code());
         MainRun r = MainRun.of("bench", "proxy", "--bogus", "1");
-        assertEquals(Main.USAGE, r.code());
+        assertEquals(ExitCodes.USAGE, r.code());
         assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(ProxyBench.SYNOPSIS), r.err());
         MainRun which = MainRun.of("bench", "nope");
         assertTrue(which.err().contains("bootstrap, write, proxy") && which.err().contains(ProxyBench.SYNOPSIS),

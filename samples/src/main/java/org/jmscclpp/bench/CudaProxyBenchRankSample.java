@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -35,6 +35,9 @@ import org.jmscclpp.nativebridge.HotBindingsProbe;
 import org.jmscclpp.nativebridge.Kernel;
 import org.jmscclpp.nativebridge.KernelArgs;
 import org.jmscclpp.nativebridge.LaunchConfig;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Sample;
 import reactor.core.publisher.Mono;
 
 /**
@@ -68,7 +71,7 @@ import reactor.core.publisher.Mono;
  * Kernels are timed by {@code %globaltimer} on the GPU; every launch has a deadline of
  * {@link #KERNEL_TIMEOUT}, every step of the setup one of {@link #TIMEOUT}.
  */
-final class CudaProxyBenchRankSample implements Sample {
+public final class CudaProxyBenchRankSample implements Sample {
 
     /** Idle spin of the platform-thread poller in this bench. */
     static final java.time.Duration PLATFORM_IDLE_SPIN = java.time.Duration.ofMillis(1);
@@ -76,7 +79,8 @@ final class CudaProxyBenchRankSample implements Sample {
     static final java.time.Duration DEFAULT_IDLE_SPIN = java.time.Duration.ofNanos(
             Long.getLong("jmscclpp.waitSpinMicros", 20) * 1_000);
 
-    static final String NAME = "bench-proxy-cuda-rank";
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-proxy-cuda-rank";
 
     static final String FIFO_US = "fifo_us";
     static final String D2D_US = "d2d_us";
@@ -127,7 +131,7 @@ final class CudaProxyBenchRankSample implements Sample {
                 Blocking.done(bs.barrier(TIMEOUT), TIMEOUT.plusSeconds(5), rank, "final barrier");
             }
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /** The measurements of one rank. */

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,6 +10,8 @@ import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.Sample;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -24,9 +26,10 @@ import reactor.core.publisher.Mono;
  * BENCH n=2 op=sendrecv_bw_1MiB median_gbps=1.84
  * </pre>
  */
-final class BenchRankSample implements Sample {
+public final class BenchRankSample implements Sample {
 
-    static final String NAME = "bench-bootstrap-rank";
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-bootstrap-rank";
 
     static final Duration OP_TIMEOUT = Duration.ofSeconds(60);
 

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -14,6 +14,8 @@ import java.util.regex.Pattern;
 import org.jmscclpp.core.ProxyService.Poller;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.HotBindingsProbe;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -28,9 +30,10 @@ import org.jspecify.annotations.Nullable;
  * {@code the cuda backend is unavailable here: <reason>}, with exit code 2. Exits 1 when a rank
  * failed or a result is missing; a missed target is reported, not a failure.
  */
-final class CudaProxyBench {
+public final class CudaProxyBench {
 
-    static final String SYNOPSIS = "jmscclpp bench proxy --backend cuda [--iters 10000] [--warmup 1000]"
+    /** The usage line that {@code jmscclpp help} and a usage error print. */
+    public static final String SYNOPSIS = "jmscclpp bench proxy --backend cuda [--iters 10000] [--warmup 1000]"
             + " [--bw-iters 20] [--bw-mib 128] [--calls 100000]";
 
     static final String MSCCLPP_COLUMN = "MSCCL++ C++ 0.10 (2xH200, GPU-HOSTS.md)";
@@ -133,7 +136,7 @@ final class CudaProxyBench {
     }
 
     /** Runs the bench if this host has what the cuda backend needs for two ranks. */
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         return run(args, out, err, () -> CudaBackend.unavailableReason(2));
     }
 
@@ -141,12 +144,12 @@ final class CudaProxyBench {
     static int run(List<String> args, PrintStream out, PrintStream err, Supplier<Optional<String>> unavailable) {
         Options o = BenchArgs.parseOrPrintUsage(args, CudaProxyBench::parse, "jmscclpp bench proxy", SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         Optional<String> reason = unavailable.get();
         if (reason.isPresent()) {
             err.println("jmscclpp bench proxy: the cuda backend is unavailable here: " + reason.get());
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         err.println("bench: proxy on the cuda backend, 2 processes on 2 GPUs ...");
         List<String> lines = new ArrayList<>();
@@ -180,9 +183,9 @@ final class CudaProxyBench {
         }
         if (error != null) {
             out.println("bench proxy (cuda) failed: " + error);
-            return Main.FAILURE;
+            return ExitCodes.FAILURE;
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /** The tables and target line, and the rows or bindings without a result. */

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import org.jmscclpp.core.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;

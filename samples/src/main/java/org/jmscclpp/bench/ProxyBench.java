@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.ProxyService.Poller;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,9 +31,10 @@ import org.jspecify.annotations.Nullable;
  * Exits 1 when a rank failed or a result is missing; a missed target is reported, not a failure,
  * and so is a C floor that could not be measured (no compiler), with the reason.
  */
-final class ProxyBench {
+public final class ProxyBench {
 
-    static final String SYNOPSIS = "jmscclpp bench proxy [--backend host] [--iters 10000] [--warmup 2000] [--triggers 100000]"
+    /** The usage line that {@code jmscclpp help} and a usage error print. */
+    public static final String SYNOPSIS = "jmscclpp bench proxy [--backend host] [--iters 10000] [--warmup 2000] [--triggers 100000]"
             + " [--rounds 5] [--threads 4]";
 
     /** Virtual-thread poller cost over platform-thread poller cost, at most. */
@@ -147,11 +150,12 @@ final class ProxyBench {
         return new Selection(backend == null ? BackendChoice.HOST : backend, List.copyOf(rest));
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    /** {@code jmscclpp bench proxy ARGS}: prints its table on {@code out}; returns the exit code. */
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         Selection selection = BenchArgs.parseOrPrintUsage(args, ProxyBench::select, "jmscclpp bench proxy",
                 SYNOPSIS + "\n       " + CudaProxyBench.SYNOPSIS, err);
         if (selection == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         if (selection.backend() == BackendChoice.CUDA) {
             return CudaProxyBench.run(selection.rest(), out, err);
@@ -159,7 +163,7 @@ final class ProxyBench {
         ProxyBenchRankSample.Options o = BenchArgs.parseOrPrintUsage(selection.rest(), ProxyBenchRankSample::parse,
                 "jmscclpp bench proxy", SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         err.println("bench: proxy, 2 processes, virtual-thread then platform-thread poller ...");
         Map<String, Map<Poller, Result>> results = new LinkedHashMap<>();
@@ -192,9 +196,9 @@ final class ProxyBench {
         }
         if (error != null) {
             out.println("bench proxy failed: " + error);
-            return Main.FAILURE;
+            return ExitCodes.FAILURE;
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /** The ping-pong sizes with the iterations both the ranks and the C floor run. */

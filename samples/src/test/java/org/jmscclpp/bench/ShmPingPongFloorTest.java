@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -56,7 +56,7 @@ class ShmPingPongFloorTest {
 
     @Test
     void carriesTheCSourceOnTheClasspath() throws IOException {
-        try (InputStream in = ShmPingPongFloor.class.getResourceAsStream("/" + ShmPingPongFloor.SOURCE_NAME)) {
+        try (InputStream in = ShmPingPongFloor.class.getResourceAsStream(ShmPingPongFloor.SOURCE_NAME)) {
             assertNotNull(in, ShmPingPongFloor.SOURCE_NAME + " is not a classpath resource");
             String source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             for (String needed : List.of("fork()", "MAP_SHARED", "__atomic_store_n", "__ATOMIC_RELEASE",

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -39,7 +39,7 @@ class MpiBaselineTest {
 
     @Test
     void carriesTheCSourceOnTheClasspath() throws IOException {
-        try (InputStream in = MpiBaseline.class.getResourceAsStream("/" + MpiBaseline.SOURCE_NAME)) {
+        try (InputStream in = MpiBaseline.class.getResourceAsStream(MpiBaseline.SOURCE_NAME)) {
             assertNotNull(in, MpiBaseline.SOURCE_NAME + " is not a classpath resource");
             String source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             for (String key : MpiBaseline.expectedKeys(2)) {

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.nativebridge.CudaBackend;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 
 /** The CPU side of {@code jmscclpp bench proxy --backend cuda}: arguments, the missing-GPU exit, the report. */
@@ -41,7 +43,7 @@ class CudaProxyBenchTest {
         assertEquals("--backend is given twice", assertThrows(IllegalArgumentException.class,
                 () -> ProxyBench.select(List.of("--backend", "cuda", "--backend", "host"))).getMessage());
         MainRun r = MainRun.of("bench", "proxy", "--backend", "rocm");
-        assertEquals(Main.USAGE, r.code());
+        assertEquals(ExitCodes.USAGE, r.code());
         assertTrue(r.err().contains("jmscclpp bench proxy: --backend is host or cuda, got 'rocm'"), r.err());
         assertTrue(r.err().contains(CudaProxyBench.SYNOPSIS), r.err());
     }
@@ -67,7 +69,7 @@ class CudaProxyBenchTest {
              PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
             code = CudaProxyBench.run(List.of("--iters", "10"), o, e, () -> Optional.of("no GPU in this test"));
         }
-        assertEquals(Main.USAGE, code);
+        assertEquals(ExitCodes.USAGE, code);
         assertEquals("", out.toString(StandardCharsets.UTF_8));
         assertEquals("jmscclpp bench proxy: the cuda backend is unavailable here: no GPU in this test\n",
                 err.toString(StandardCharsets.UTF_8));
@@ -85,7 +87,7 @@ class CudaProxyBenchTest {
                 return Optional.empty();
             });
         }
-        assertEquals(Main.USAGE, code);
+        assertEquals(ExitCodes.USAGE, code);
         assertTrue(!asked.get(), "no GPU lookup for bad arguments");
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("usage: " + CudaProxyBench.SYNOPSIS), err.toString());
     }
@@ -97,7 +99,7 @@ class CudaProxyBenchTest {
         assumeTrue(reason.isPresent(), "this host has 2 GPUs");
         long start = System.nanoTime();
         MainRun r = MainRun.of("bench", "proxy", "--backend", "cuda");
-        assertEquals(Main.USAGE, r.code(), r.err());
+        assertEquals(ExitCodes.USAGE, r.code(), r.err());
         assertEquals("jmscclpp bench proxy: the cuda backend is unavailable here: " + reason.get() + "\n", r.err());
         assertEquals("", r.out());
         assertTrue(System.nanoTime() - start < 10_000_000_000L, "fails fast");

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -12,6 +12,9 @@ import java.util.regex.Pattern;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -27,9 +30,10 @@ import reactor.core.publisher.Mono;
  * Where {@link MpiBaseline} measures Open MPI, {@code procs} rows get MPI columns and the ratio
  * ours/MPI per operation. Progress and failures go to stderr; the table goes to stdout.
  */
-final class BootstrapBench {
+public final class BootstrapBench {
 
-    static final String SYNOPSIS = "jmscclpp bench bootstrap [--iters 200] [--warmup 20000] [--procs 2,4,8,16]"
+    /** The usage line that {@code jmscclpp help} and a usage error print. */
+    public static final String SYNOPSIS = "jmscclpp bench bootstrap [--iters 200] [--warmup 20000] [--procs 2,4,8,16]"
             + " [--jvm 64,256,1024] [--no-mpi]";
 
     /** Results larger than this (over all ranks of one iteration) are not attempted in one JVM. */
@@ -53,11 +57,12 @@ final class BootstrapBench {
     record Options(int iters, int warmup, List<Integer> procs, List<Integer> jvm, boolean mpi) {
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    /** {@code jmscclpp bench bootstrap ARGS}: prints its table on {@code out}; returns the exit code. */
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         Options o =
                 BenchArgs.parseOrPrintUsage(args, BootstrapBench::parse, "jmscclpp bench bootstrap", SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         List<Row> rows = new ArrayList<>();
         for (int n : o.procs()) {
@@ -87,7 +92,7 @@ final class BootstrapBench {
                 failed = true;
             }
         }
-        return failed ? Main.FAILURE : Main.OK;
+        return failed ? ExitCodes.FAILURE : ExitCodes.OK;
     }
 
     static Options parse(List<String> args) {

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.PrintStream;
 import java.util.List;
@@ -6,6 +6,7 @@ import java.util.function.Function;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.samples.ExitCodes;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -14,18 +15,18 @@ import org.jspecify.annotations.Nullable;
  * throws {@link IllegalArgumentException} naming the option, which the command prints with its
  * synopsis and the rank reports as {@link ErrorCode#INVALID_USAGE}.
  */
-final class BenchArgs {
+public final class BenchArgs {
 
     private BenchArgs() {
     }
 
     /**
      * {@code parser}'s options, or null after printing why they are wrong and {@code synopsis} to
-     * {@code err} (the caller then exits with {@link Main#USAGE}).
+     * {@code err} (the caller then exits with {@link ExitCodes#USAGE}).
      *
      * @param command names the command in the message ("jmscclpp bench write")
      */
-    static <T> @Nullable T parseOrPrintUsage(List<String> args, Function<List<String>, T> parser, String command,
+    public static <T> @Nullable T parseOrPrintUsage(List<String> args, Function<List<String>, T> parser, String command,
                                              String synopsis, PrintStream err) {
         try {
             return parser.apply(args);
@@ -37,7 +38,7 @@ final class BenchArgs {
     }
 
     /** {@code parser}'s options for the rank sample {@code sample}, or its complaint as {@link #usage}. */
-    static <T> T parseForRank(String sample, List<String> args, Function<List<String>, T> parser) {
+    public static <T> T parseForRank(String sample, List<String> args, Function<List<String>, T> parser) {
         try {
             return parser.apply(args);
         } catch (IllegalArgumentException e) {
@@ -46,14 +47,14 @@ final class BenchArgs {
     }
 
     /** Refuses (as {@link #usage}) a job of other than {@code ranks} ranks. */
-    static void requireRanks(String sample, RankEnvironment env, int ranks) {
+    public static void requireRanks(String sample, RankEnvironment env, int ranks) {
         if (env.worldSize() != ranks) {
             throw usage(sample, "runs with " + ranks + " ranks, got " + env.worldSize());
         }
     }
 
     /** The error of a rank sample's bad arguments: {@link ErrorCode#INVALID_USAGE}, naming the sample. */
-    static JmscclppException usage(String sample, String detail) {
+    public static JmscclppException usage(String sample, String detail) {
         return JmscclppException.builder(ErrorCode.INVALID_USAGE, sample + ": " + detail).phase("sample arguments")
                 .build();
     }
@@ -63,7 +64,7 @@ final class BenchArgs {
      *
      * @throws IllegalArgumentException when the option is the last argument
      */
-    static String value(List<String> args, int i) {
+    public static String value(List<String> args, int i) {
         if (i + 1 >= args.size()) {
             throw new IllegalArgumentException(args.get(i) + " needs a value");
         }
@@ -71,7 +72,7 @@ final class BenchArgs {
     }
 
     /** {@code v} as an integer of at least {@code least}; otherwise an {@link IllegalArgumentException}. */
-    static int count(String opt, String v, int least) {
+    public static int count(String opt, String v, int least) {
         try {
             int x = Integer.parseInt(v);
             if (x >= least) {
@@ -84,7 +85,7 @@ final class BenchArgs {
     }
 
     /** {@code v} as an integer from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException}. */
-    static int count(String opt, String v, int least, int most) {
+    public static int count(String opt, String v, int least, int most) {
         try {
             int x = Integer.parseInt(v);
             if (x >= least && x <= most) {
@@ -102,7 +103,7 @@ final class BenchArgs {
      * one word (a transfer's stamp), {@code max} not below it; otherwise an
      * {@link IllegalArgumentException}.
      */
-    static void checkSizeRange(long min, long max) {
+    public static void checkSizeRange(long min, long max) {
         if (min < Long.BYTES) {
             throw new IllegalArgumentException("--min must be at least " + Long.BYTES + " bytes, got " + min);
         }

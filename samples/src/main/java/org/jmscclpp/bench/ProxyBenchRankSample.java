@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -31,6 +31,9 @@ import org.jmscclpp.core.SemaphoreId;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Sample;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -70,9 +73,10 @@ import reactor.core.publisher.Mono;
  * ({@code param}: producer threads for the trigger metrics, ints for the ping-pong; {@code iters}:
  * triggers or round trips timed in all.) A wrong stamp or a failed step ends the rank with an error.
  */
-final class ProxyBenchRankSample implements Sample {
+public final class ProxyBenchRankSample implements Sample {
 
-    static final String NAME = "bench-proxy-rank";
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-proxy-rank";
 
     /** The ping-pong sizes in ints: MSCCL++'s PingPong sizes. */
     static final List<Integer> SIZES = List.of(1, 1 << 10, 1 << 20, 4 << 20);
@@ -138,7 +142,7 @@ final class ProxyBenchRankSample implements Sample {
                 Blocking.done(bs.barrier(TIMEOUT), TIMEOUT.plusSeconds(5), rank, "final barrier");
             }
         }
-        return Main.OK;
+        return ExitCodes.OK;
     }
 
     /** The measurements with one poller, on both ranks. */
