@@ -11,9 +11,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.cli.MainRun;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.samples.ExitCodes;
-import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 
 /** The CPU side of {@code jmscclpp bench proxy --backend cuda}: arguments, the missing-GPU exit, the report. */

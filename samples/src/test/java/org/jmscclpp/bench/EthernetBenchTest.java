@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import org.jmscclpp.cli.MainRun;
 import org.jmscclpp.samples.ExitCodes;
-import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

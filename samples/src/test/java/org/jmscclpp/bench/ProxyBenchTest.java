@@ -10,9 +10,9 @@ import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jmscclpp.cli.MainRun;
 import org.jmscclpp.core.ProxyService.Poller;
 import org.jmscclpp.samples.ExitCodes;
-import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

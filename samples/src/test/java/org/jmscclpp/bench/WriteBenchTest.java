@@ -11,9 +11,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.jmscclpp.cli.MainRun;
 import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;
-import org.jmscclpp.samples.MainRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

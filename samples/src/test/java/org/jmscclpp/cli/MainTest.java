@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,6 +7,7 @@ import java.util.Map;
 import org.jmscclpp.bench.BenchRankSample;
 import org.jmscclpp.bench.WriteBench;
 import org.jmscclpp.bench.WriteBenchRankSample;
+import org.jmscclpp.samples.Launcher;
 import org.junit.jupiter.api.Test;
 
 class MainTest {
@@ -25,6 +26,11 @@ class MainTest {
         assertTrue(r.out().contains("  allgather "), r.out());
         assertTrue(!r.out().contains("wait-forever") && !r.out().contains(BenchRankSample.NAME)
                 && !r.out().contains(WriteBenchRankSample.NAME), r.out());
+    }
+
+    @Test
+    void theLauncherStartsRanksWithThisMainClass() {
+        assertEquals(Main.class.getName(), Launcher.SAMPLE_MAIN);
     }
 
     @Test

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import java.io.PrintStream;
 import java.util.List;
@@ -12,6 +12,9 @@ import org.jmscclpp.bench.WriteBench;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.samples.CollBench;
+import org.jmscclpp.samples.CollOptions;
+import org.jmscclpp.samples.ExitCodes;
 
 /**
  * The {@code jmscclpp} command line ({@code bin/jmscclpp} runs it):
@@ -31,9 +34,12 @@ import org.jmscclpp.core.JmscclppException;
  */
 public final class Main {
 
-    static final int OK = ExitCodes.OK;
-    static final int FAILURE = ExitCodes.FAILURE;
-    static final int USAGE = ExitCodes.USAGE;
+    /** {@link ExitCodes#OK}, under the name the collective samples still use. */
+    public static final int OK = ExitCodes.OK;
+    /** {@link ExitCodes#FAILURE}, under the name the collective samples still use. */
+    public static final int FAILURE = ExitCodes.FAILURE;
+    /** {@link ExitCodes#USAGE}, under the name the collective samples still use. */
+    public static final int USAGE = ExitCodes.USAGE;
 
     private Main() {
     }
@@ -46,7 +52,7 @@ public final class Main {
         } catch (Throwable t) {
             // System.exit below must run even after an Error, or non-daemon threads could keep the JVM up
             t.printStackTrace();
-            code = FAILURE;
+            code = ExitCodes.FAILURE;
         }
         System.out.flush();
         System.err.flush();
@@ -57,16 +63,16 @@ public final class Main {
     static int run(List<String> args, PrintStream out, PrintStream err, Map<String, String> env) {
         if (args.isEmpty()) {
             err.print(usage());
-            return USAGE;
+            return ExitCodes.USAGE;
         }
         String command = args.getFirst();
         List<String> rest = args.subList(1, args.size());
         return switch (command) {
             case "help", "-h", "--help" -> {
                 out.print(usage());
-                yield OK;
+                yield ExitCodes.OK;
             }
-            case "run" -> Launcher.runCli(rest, out, err);
+            case "run" -> RunCommand.run(rest, out, err);
             case "bench" -> bench(rest, out, err);
             default -> runRank(command, rest, err, env);
         };
@@ -91,7 +97,7 @@ public final class Main {
                 err.println("       " + CudaProxyBench.SYNOPSIS);
                 err.println("       " + CollOptions.SYNOPSIS);
                 err.println("       " + CollBench.PLOT_SYNOPSIS);
-                yield USAGE;
+                yield ExitCodes.USAGE;
             }
         };
     }
@@ -101,34 +107,34 @@ public final class Main {
         if (entry == null) {
             err.println("jmscclpp: unknown command or sample '" + name + "'; " + sampleNames());
             err.println("run 'jmscclpp help' for usage");
-            return USAGE;
+            return ExitCodes.USAGE;
         }
         RankEnvironment rank;
         try {
             rank = RankEnvironment.from(env);
         } catch (JmscclppException e) {
             err.println("jmscclpp " + name + ": " + e.getMessage());
-            return USAGE;
+            return ExitCodes.USAGE;
         }
         try {
             return entry.sample().run(rank, args);
         } catch (JmscclppException e) {
             err.println("jmscclpp " + name + ": rank " + rank.rank() + ": " + e.getMessage());
             if (e.code() == ErrorCode.INVALID_USAGE) {
-                return USAGE;
+                return ExitCodes.USAGE;
             }
             for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
                 err.println("  caused by: " + c);
             }
-            return FAILURE;
+            return ExitCodes.FAILURE;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             err.println("jmscclpp " + name + ": rank " + rank.rank() + ": interrupted");
-            return FAILURE;
+            return ExitCodes.FAILURE;
         } catch (Exception e) {
             err.println("jmscclpp " + name + ": rank " + rank.rank() + ": failed:");
             e.printStackTrace(err);
-            return FAILURE;
+            return ExitCodes.FAILURE;
         }
     }
 
@@ -148,7 +154,7 @@ public final class Main {
         sb.append("usage: jmscclpp COMMAND\n\n");
         sb.append("  jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]\n");
         sb.append("      start N ranks of SAMPLE on this host (default timeout ")
-                .append(Launcher.DEFAULT_TIMEOUT.toSeconds()).append(" s); output lines get a [rank R] prefix\n");
+                .append(RunCommand.DEFAULT_TIMEOUT.toSeconds()).append(" s); output lines get a [rank R] prefix\n");
         sb.append("  jmscclpp SAMPLE [args...]\n");
         sb.append("      run one rank of SAMPLE; who it is comes from JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and\n");
         sb.append("      MSCCLPP_COMM_ID=ip:port, or from mpirun's OMPI_COMM_WORLD_* (plus MSCCLPP_COMM_ID),\n");

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -1,10 +1,11 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.samples.Sample;
 
 /**
  * Internal samples that exercise the launcher without any communication: {@code exit-code} exits with
@@ -16,7 +17,7 @@ import org.jmscclpp.core.JmscclppException;
  * {@code rank R of N: TEXT} on stdout and {@code rank R of N: TEXT (stderr)} on stderr, so a test can
  * match every line with the rank prefix the launcher put in front of it.
  */
-final class ExitCodeSample implements Sample {
+public final class ExitCodeSample implements Sample {
 
     static final String EXIT_CODE = "exit-code";
     static final String WAIT_FOREVER = "wait-forever";
@@ -28,7 +29,7 @@ final class ExitCodeSample implements Sample {
     static final Duration WAIT_LIMIT = Duration.ofSeconds(60);
 
     /** Exit code of a waiting rank that reached {@link #WAIT_LIMIT}, as timeout(1) uses. */
-    static final int WAIT_EXPIRED = 124;
+    public static final int WAIT_EXPIRED = 124;
 
     private static final String WAIT = "wait";
 

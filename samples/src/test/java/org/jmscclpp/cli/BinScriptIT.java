@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.cli;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -9,6 +9,14 @@ import org.jmscclpp.bench.CudaProxyBenchRankSample;
 import org.jmscclpp.bench.EthernetBenchRankSample;
 import org.jmscclpp.bench.ProxyBenchRankSample;
 import org.jmscclpp.bench.WriteBenchRankSample;
+import org.jmscclpp.samples.BootstrapDemo;
+import org.jmscclpp.samples.CollBenchRankSample;
+import org.jmscclpp.samples.CollectiveKind;
+import org.jmscclpp.samples.CollectiveSample;
+import org.jmscclpp.samples.MeshDemo;
+import org.jmscclpp.samples.OverlapSample;
+import org.jmscclpp.samples.PortChannelDemo;
+import org.jmscclpp.samples.Sample;
 
 /** The one place where sample names are bound to implementations. */
 final class Samples {
