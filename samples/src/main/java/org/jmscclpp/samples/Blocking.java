@@ -9,7 +9,7 @@ import reactor.core.publisher.Mono;
  * Blocking waits for the samples' main threads, each with a deadline: a sample is a program whose
  * steps happen in order, so it waits for each {@link Mono} instead of composing them.
  */
-final class Blocking {
+public final class Blocking {
 
     private Blocking() {
     }
@@ -20,7 +20,7 @@ final class Blocking {
      * @throws JmscclppException the Mono's own error; {@link ErrorCode#TIMEOUT} after {@code deadline};
      *                           {@link ErrorCode#INTERNAL_ERROR} when it completes empty
      */
-    static <T> T value(Mono<T> mono, Duration deadline, int rank, String phase) {
+    public static <T> T value(Mono<T> mono, Duration deadline, int rank, String phase) {
         T v = bounded(mono, deadline, rank, phase).block();
         if (v == null) {
             throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "completed without a value")
@@ -30,7 +30,7 @@ final class Blocking {
     }
 
     /** Waits for {@code mono} to complete, ignoring any value; errors as {@link #value}. */
-    static void done(Mono<?> mono, Duration deadline, int rank, String phase) {
+    public static void done(Mono<?> mono, Duration deadline, int rank, String phase) {
         bounded(mono, deadline, rank, phase).block();
     }
 

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -18,7 +19,7 @@ import org.jmscclpp.core.JmscclppException;
  * allGathers a small card (rank, pid, host, its own init time), checks every slot, meets the others
  * in a barrier, and rank 0 prints one line per rank plus the timings.
  */
-final class BootstrapDemo implements Sample {
+public final class BootstrapDemo implements Sample {
 
     /** Host names longer than this (in UTF-8 bytes) are cut. */
     static final int HOST_BYTES = 64;

@@ -3,7 +3,7 @@ package org.jmscclpp.samples;
 import java.util.Locale;
 
 /** Byte counts on the command line ({@code 4096}, {@code 4K}, {@code 256M}, {@code 1G}: powers of 1024) and in tables. */
-final class ByteSizes {
+public final class ByteSizes {
 
     private ByteSizes() {
     }
@@ -14,7 +14,7 @@ final class ByteSizes {
      *
      * @throws IllegalArgumentException naming {@code option} when it is not such a count or overflows
      */
-    static long parse(String option, String value) {
+    public static long parse(String option, String value) {
         String v = value.strip().toUpperCase(Locale.ROOT);
         if (v.endsWith("IB")) {
             v = v.substring(0, v.length() - 2);
@@ -44,7 +44,7 @@ final class ByteSizes {
     }
 
     /** {@code 4 KiB}, {@code 256 MiB}, {@code 1 GiB} for exact multiples, else {@code 3000 B}. */
-    static String label(long bytes) {
+    public static String label(long bytes) {
         if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
             return (bytes >> 30) + " GiB";
         }

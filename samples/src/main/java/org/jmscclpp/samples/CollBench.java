@@ -16,6 +16,9 @@ import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.bench.BenchArgs;
+import org.jmscclpp.bench.BenchJob;
+import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.NcclCommunicator;
@@ -35,9 +38,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Exit codes: 0 when every row's check found every element right; 1 when one did not, a rank
  * failed or gave no result; 2 for bad arguments or what this host lacks (GPUs, NCCL, plotting).
  */
-final class CollBench {
+public final class CollBench {
 
-    static final String PLOT_SYNOPSIS = "jmscclpp bench plot --json RESULTS.json --plot FILE.png";
+    public static final String PLOT_SYNOPSIS = "jmscclpp bench plot --json RESULTS.json --plot FILE.png";
 
     /** NCCL's environment in the ranks: NVLink multicast (NVLS) stays off on the GPU hosts. */
     static final Map<String, String> NCCL_ENV = Map.of("NCCL_NVLS_ENABLE", "0");
@@ -52,7 +55,7 @@ final class CollBench {
     }
 
     /** Runs {@code jmscclpp bench coll ARGS}. */
-    static int run(List<String> args, PrintStream out, PrintStream err) {
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
         return run(args, out, err, Main.class.getName(), List.of(), CollBench::hostLacks);
     }
 
@@ -110,7 +113,7 @@ final class CollBench {
     }
 
     /** {@code jmscclpp bench plot --json RESULTS.json --plot FILE.png}: prints the report's table and draws it. */
-    static int plot(List<String> args, PrintStream out, PrintStream err) {
+    public static int plot(List<String> args, PrintStream out, PrintStream err) {
         Path json = null;
         Path plot = null;
         for (int i = 0; i < args.size(); i += 2) {

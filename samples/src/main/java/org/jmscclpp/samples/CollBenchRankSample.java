@@ -6,8 +6,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
@@ -26,9 +29,9 @@ import org.jmscclpp.core.Communicator;
  * </pre>
  * Exits 0 when every check on every rank found every element right, 1 otherwise (every rank knows).
  */
-final class CollBenchRankSample implements Sample {
+public final class CollBenchRankSample implements Sample {
 
-    static final String NAME = "bench-coll-rank";
+    public static final String NAME = "bench-coll-rank";
 
     /** The deadline of every setup step, synchronize and bootstrap exchange. */
     static final Duration TIMEOUT = Duration.ofSeconds(120);

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -27,11 +28,11 @@ import org.jspecify.annotations.Nullable;
  * @param plot      {@code --plot FILE.png}, or null
  * @param json      {@code --json FILE}, or null
  */
-record CollOptions(int ranks, CollectiveKind kind, DataType type, String backend, @Nullable String algorithm,
+public record CollOptions(int ranks, CollectiveKind kind, DataType type, String backend, @Nullable String algorithm,
                    long minBytes, long maxBytes, int factor, int iters, int warmup, int check, int graph,
                    boolean nccl, @Nullable Path plot, @Nullable Path json) {
 
-    static final String SYNOPSIS = "jmscclpp bench coll [--ranks 2] [--op allreduce|allgather|alltoall|sendrecv]"
+    public static final String SYNOPSIS = "jmscclpp bench coll [--ranks 2] [--op allreduce|allgather|alltoall|sendrecv]"
             + " [-d float|half|bfloat16|int32] [--backend host|cuda] [--algo NAME] [-b 8] [-e 32M] [-f 2] [-n 20]"
             + " [-w 5] [-c 1] [--graph G] [--baseline nccl] [--plot FILE.png] [--json FILE]";
 

@@ -17,7 +17,7 @@ package org.jmscclpp.samples;
  * </table>
  * algbw = S / time.
  */
-enum CollectiveKind {
+public enum CollectiveKind {
     ALLREDUCE("all_reduce"),
     ALLGATHER("all_gather"),
     ALLTOALL("alltoall"),

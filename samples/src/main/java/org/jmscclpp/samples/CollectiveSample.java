@@ -3,8 +3,12 @@ package org.jmscclpp.samples;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
+import org.jmscclpp.bench.MarkdownTable;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
@@ -21,7 +25,7 @@ import org.jspecify.annotations.Nullable;
  * short table (one line per placement) and the verdict; every rank exits 0 only when every element
  * was right everywhere, else 1.
  */
-final class CollectiveSample implements Sample {
+public final class CollectiveSample implements Sample {
 
     /** Checked runs per placement. */
     static final int CHECKS = 2;
@@ -31,16 +35,16 @@ final class CollectiveSample implements Sample {
 
     private final CollectiveKind kind;
 
-    CollectiveSample(CollectiveKind kind) {
+    public CollectiveSample(CollectiveKind kind) {
         this.kind = kind;
     }
 
     /** The sample's name: the kind's, without nccl-tests' underscore ({@code allgather}). */
-    static String name(CollectiveKind kind) {
+    public static String name(CollectiveKind kind) {
         return kind.name().toLowerCase(Locale.ROOT);
     }
 
-    static String synopsis(CollectiveKind kind) {
+    public static String synopsis(CollectiveKind kind) {
         return "[--backend host|cuda] [--algo A] [-d float] [--bytes 1M] [--iters 20]: " + switch (kind) {
             case ALLREDUCE -> "sum of every rank's buffer on every rank";
             case ALLGATHER -> "every rank's slice on every rank (S = the whole output)";

@@ -4,7 +4,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -28,6 +27,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -60,13 +60,15 @@ public final class Launcher {
     /** One line per log record (time, level, logger, message) instead of java.util.logging's two. */
     static final String LOG_FORMAT = "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n";
 
-    /** Deadline of {@code jmscclpp run} when {@code --timeout} is not given. */
-    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(600);
-
     /** Time a rank gets between SIGTERM and SIGKILL. */
     public static final Duration KILL_GRACE = Duration.ofSeconds(5);
 
-    private static final String MAIN_CLASS = Main.class.getName();
+    /**
+     * The main class of the {@code jmscclpp} command, which runs one rank of the sample it is given
+     * by name: what {@link Builder#sample} starts. Named here as a string because the command line
+     * sits above this package and uses it.
+     */
+    public static final String SAMPLE_MAIN = "org.jmscclpp.cli.Main";
 
     private Launcher() {
     }
@@ -97,91 +99,6 @@ public final class Launcher {
         return builder(nRanks).sample(sample, args).env(extraEnv).output(output).start();
     }
 
-    /**
-     * {@code jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]}: starts the ranks, copies their
-     * output to {@code out}/{@code err} with a {@code [rank R] } prefix and waits for them.
-     *
-     * @return 0 when every rank exited with 0; 1 when a rank failed (the others are stopped), the
-     *         deadline passed or this thread was interrupted; 2 for bad arguments
-     */
-    static int runCli(List<String> args, PrintStream out, PrintStream err) {
-        int n = -1;
-        Duration timeout = DEFAULT_TIMEOUT;
-        int i = 0;
-        try {
-            for (; i < args.size() && args.get(i).startsWith("-"); i++) {
-                String opt = args.get(i);
-                if (i + 1 >= args.size()) {
-                    return usage(err, opt + " needs a value");
-                }
-                String value = args.get(++i);
-                switch (opt) {
-                    case "-n", "-np", "--nranks" -> n = Integer.parseInt(value);
-                    case "--timeout" -> {
-                        double s = Double.parseDouble(value);
-                        if (!(s > 0) || Double.isInfinite(s)) {
-                            return usage(err, "--timeout must be a positive number of seconds, got " + value);
-                        }
-                        timeout = Duration.ofNanos((long) (s * 1e9));
-                    }
-                    default -> {
-                        return usage(err, "unknown option " + opt);
-                    }
-                }
-            }
-        } catch (NumberFormatException e) {
-            return usage(err, args.get(i - 1) + " needs a number, got '" + args.get(i) + "'");
-        }
-        if (n < 1) {
-            return usage(err, n == -1 ? "-n N is required" : "-n must be at least 1, got " + n);
-        }
-        if (i >= args.size()) {
-            return usage(err, "which sample? " + Main.sampleNames());
-        }
-        String sample = args.get(i);
-        if (Samples.find(sample).isEmpty()) {
-            return usage(err, "unknown sample '" + sample + "'; " + Main.sampleNames());
-        }
-        Consumer<OutputLine> printer = line ->
-                (line.stderr() ? err : out).println("[rank " + line.rank() + "] " + line.text());
-        Job job;
-        try {
-            job = builder(n).sample(sample, args.subList(i + 1, args.size())).output(printer).start();
-        } catch (JmscclppException e) {
-            err.println("jmscclpp: " + e.getMessage());
-            return 1;
-        }
-        try (job) {
-            if (!job.waitFor(timeout)) {
-                err.println("jmscclpp: timeout: " + job.describeRunning() + " still running after "
-                        + seconds(timeout) + "; stopping every rank");
-                return 1;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            err.println("jmscclpp: interrupted; stopping every rank");
-            return 1;
-        }
-        Optional<RankExit> failed = job.firstFailure();
-        if (failed.isPresent()) {
-            RankExit f = failed.get();
-            err.println("jmscclpp: rank " + f.rank() + " failed first, with exit code " + f.exitCode()
-                    + job.describeOthers(f.rank()));
-            return 1;
-        }
-        return 0;
-    }
-
-    private static int usage(PrintStream err, String problem) {
-        err.println("jmscclpp run: " + problem);
-        err.println("usage: jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]");
-        return 2;
-    }
-
-    private static String seconds(Duration d) {
-        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() / 1000.0 + " s";
-    }
-
     /** Picks a port that is free on 127.0.0.1 now; another process may still take it before rank 0 binds. */
     static int freeLoopbackPort() {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -195,7 +112,7 @@ public final class Launcher {
     /** Settings of a job; {@link #start()} starts it. */
     public static final class Builder {
         private final int nRanks;
-        private String mainClass = MAIN_CLASS;
+        private String mainClass = SAMPLE_MAIN;
         private List<String> programArgs = List.of();
         private final Map<String, String> env = new LinkedHashMap<>();
         private List<String> jvmArgs = List.of();
@@ -211,9 +128,9 @@ public final class Launcher {
             this.nRanks = nRanks;
         }
 
-        /** Runs {@code org.jmscclpp.samples.Main name args...}: one rank of a registered sample. */
+        /** Runs {@link #SAMPLE_MAIN} {@code name args...}: one rank of a registered sample. */
         public Builder sample(String name, List<String> args) {
-            this.mainClass = MAIN_CLASS;
+            this.mainClass = SAMPLE_MAIN;
             List<String> all = new ArrayList<>();
             all.add(Objects.requireNonNull(name, "name"));
             all.addAll(args);
@@ -508,7 +425,8 @@ public final class Launcher {
             return processes.get(rank);
         }
 
-        String describeRunning() {
+        /** "ranks 0, 2": the ranks still running. */
+        public String describeRunning() {
             StringJoiner running = new StringJoiner(", ", "ranks ", "");
             for (int r = 0; r < processes.size(); r++) {
                 if (processes.get(r).isAlive()) {
@@ -518,7 +436,8 @@ public final class Launcher {
             return running.toString();
         }
 
-        String describeOthers(int failed) {
+        /** "; other ranks: rank 0 stopped (exit 143), rank 2 exit 0": how the ranks but {@code failed} ended. */
+        public String describeOthers(int failed) {
             if (nRanks == 1) {
                 return "";
             }

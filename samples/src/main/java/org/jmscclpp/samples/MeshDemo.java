@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
@@ -27,9 +28,9 @@ import reactor.core.publisher.Mono;
  * rank's slice into every peer, flush, signal, wait; then every rank checks that each slice holds
  * its owner's pattern and rank 0 prints one line.
  */
-final class MeshDemo implements Sample {
+public final class MeshDemo implements Sample {
 
-    static final String NAME = "mesh-demo";
+    public static final String NAME = "mesh-demo";
     private static final long SLICE = 1 << 16;
 
     @Override

@@ -10,8 +10,11 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
+import org.jmscclpp.bench.BenchArgs;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
@@ -52,10 +55,10 @@ import org.jmscclpp.nativebridge.LaunchConfig;
  * none (balanced). The receive buffer is poisoned before every run that communicates and checked
  * after it; exit 0 only if every element of every run on every rank was right.
  */
-final class OverlapSample implements Sample {
+public final class OverlapSample implements Sample {
 
-    static final String NAME = "overlap";
-    static final String SYNOPSIS = "[--backend host|cuda] [--tiles 8] [--tile-bytes 1M] [--passes 64] [--iters 5]: "
+    public static final String NAME = "overlap";
+    public static final String SYNOPSIS = "[--backend host|cuda] [--tiles 8] [--tile-bytes 1M] [--passes 64] [--iters 5]: "
             + "compute tile k+1 while tile k travels to the next rank by putWithSignal; prints compute-only, "
             + "comm-only and overlapped times";
 

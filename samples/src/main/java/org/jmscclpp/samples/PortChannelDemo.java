@@ -3,6 +3,7 @@ package org.jmscclpp.samples;
 import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
@@ -29,9 +30,9 @@ import reactor.core.scheduler.Schedulers;
  * peer: "my slice is in that peer's memory") drive the next step, a barrier, after which every
  * rank checks every slice.
  */
-final class PortChannelDemo implements Sample {
+public final class PortChannelDemo implements Sample {
 
-    static final String NAME = "port-channel-demo";
+    public static final String NAME = "port-channel-demo";
     private static final long SLICE = 1 << 16;
 
     @Override

@@ -1,6 +1,7 @@
 package org.jmscclpp.samples;
 
 import java.util.List;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 

@@ -2,6 +2,7 @@ package org.jmscclpp.samples;
 
 import java.time.Duration;
 import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.host.HostBackend;

@@ -1,6 +1,7 @@
 package org.jmscclpp.samples;
 
 import java.util.List;
+import org.jmscclpp.cli.Main;
 
 /** A rank process of the tests: {@link Main} with {@link TestCollectives} registered. */
 final class TestRankMain {

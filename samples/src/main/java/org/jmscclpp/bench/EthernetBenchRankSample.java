@@ -1,0 +1,369 @@
+package org.jmscclpp.bench;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.RankEnvironment;
+import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.Host2HostSemaphore;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Mesh;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.Waiting;
+import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.samples.Blocking;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Sample;
+
+/**
+ * {@code bench-ethernet-rank --min B --max B --iters N --warmup N --turns N}: one of the two ranks
+ * of {@code jmscclpp bench ethernet}. Each rank registers a host-backend buffer of {@code max}
+ * bytes for {@code ETHERNET}, builds a mesh over it (connection, peer's buffer, semaphore) and
+ * opens a {@link RawTcpLink} beside it. Then:
+ * <ol>
+ *   <li>JIT warm-up: {@code jit-warmup} untimed write + flush of {@link #JIT_WARMUP_BYTES} over
+ *       ETHERNET, then as many transfers over the raw socket. The ETHERNET path runs through more
+ *       Java code (Netty's pipeline, the receiver's checks, Reactor) than the raw socket's few
+ *       methods, and the JIT compiles it fully only after some ten thousand frames: measured on
+ *       the 2-core CI machine, a 1 KiB write + flush took 200 to 300 µs after 200 warm-up
+ *       round trips and 87 µs after 20000. Without it the first sizes measure the compiler;</li>
+ *   <li>for every size from {@code min} to {@code max} (×4 steps), rank 0 times iterations of
+ *       {@link Connection#write} of the whole size into rank 1's buffer plus
+ *       {@link Connection#flush} (stamping the source before each, untimed, as {@code bench write}
+ *       does), and the same iterations over the raw socket, rank 1 reading each transfer into a
+ *       buffer beside it and acking it. The timed iterations run in {@link #ROUNDS} rounds that
+ *       alternate the transports; each transport reports its median round. Then rank 0 tells rank 1
+ *       over the bootstrap the last ETHERNET iteration and a checksum, and rank 1 checks its buffer
+ *       and answers;</li>
+ *   <li>ping-pong of one int: {@code turns} round trips of write 4 bytes + {@code signal} (an
+ *       {@code updateAndSync}) / wait for the peer's signal on the calling thread, then as many
+ *       over the raw socket; each after as many untimed turns, and each turn's int checked by its
+ *       receiver.</li>
+ * </ol>
+ * Rank 0 prints, for the parent ({@link EthernetBench}) to parse:
+ * <pre>
+ * ETH size=1048576 iters=100 warmup=10 eth_gbps=1.2345 tcp_gbps=1.4567 check=ok
+ * ETH-PINGPONG turns=1000 eth_us=41.20 tcp_us=20.10
+ * </pre>
+ */
+public final class EthernetBenchRankSample implements Sample {
+
+    /** The name the command line registers this rank sample under. */
+    public static final String NAME = "bench-ethernet-rank";
+
+    static final Duration OP_TIMEOUT = Duration.ofSeconds(120);
+    /** Bytes each size moves in its timed iterations, at most, per transport (warm-up: a quarter of it). */
+    static final long BUDGET = 512L << 20;
+    static final int MIN_ITERS = 3;
+    /** Timed rounds per size, alternating the transports; each reports its median round. */
+    static final int ROUNDS = 5;
+    /**
+     * Transfer size of the JIT warm-up that comes before every measurement: 64 KiB frames take
+     * every step of the receiving path (header read into a pooled buffer, body read into place).
+     */
+    static final long JIT_WARMUP_BYTES = 64 << 10;
+
+    private static final int TAG = 0x4554;   // "ET": bootstrap tag of the check messages
+    private static final long SEED = 0x6A6D7363636C7070L;
+
+    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup) {
+        /** The sizes measured: min, 4 min, 16 min, ... up to max. */
+        List<Long> sizes() {
+            List<Long> out = new ArrayList<>();
+            for (long s = min; s <= max; s = s > max / 4 ? max + 1 : s * 4) {
+                out.add(s);
+            }
+            return out;
+        }
+
+        /**
+         * Untimed turns before the timed ones: as many. The ETHERNET path runs through Netty and
+         * Reactor code that the JIT compiles only after thousands of round trips (a cold run
+         * measured 5 to 10 times slower); the raw socket's few methods warm at once.
+         */
+        int warmupTurns() {
+            return turns;
+        }
+
+        /** The size of the JIT warm-up's transfers: {@link #JIT_WARMUP_BYTES}, or max when smaller. */
+        long jitWarmupBytes() {
+            return Math.min(JIT_WARMUP_BYTES, max);
+        }
+    }
+
+    static int itersFor(long size, int iters) {
+        return (int) Math.max(MIN_ITERS, Math.min(iters, BUDGET / size));
+    }
+
+    static int warmupFor(long size, int warmup) {
+        return (int) Math.min(warmup, Math.max(1, BUDGET / 4 / size));
+    }
+
+    @Override
+    public int run(RankEnvironment env, List<String> args) throws IOException {
+        Options o = BenchArgs.parseForRank(NAME, args, EthernetBenchRankSample::parse);
+        BenchArgs.requireRanks(NAME, env, 2);
+        int rank = env.rank();
+        BootstrapOptions options = BootstrapOptions.fromEnvironment();
+        try (HostBackend backend = HostBackend.open();
+             TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
+            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            try (DeviceBuffer buffer = backend.allocate(o.max());
+                 Communicator comm = Communicator.create(bs, backend);
+                 RegisteredMemory memory = comm.registerMemory(buffer, TransportFlags.of(Transport.ETHERNET))) {
+                Mesh mesh = Blocking.value(comm.mesh(memory, EndpointConfig.of(Transport.ETHERNET)),
+                        OP_TIMEOUT.plusSeconds(5), rank, "mesh");
+                int peer = 1 - rank;
+                Connection connection = mesh.connection(peer);
+                RegisteredMemory remote = mesh.remoteMemory(peer);
+                Host2HostSemaphore sem = new Host2HostSemaphore(mesh.semaphore(peer));
+                try (RawTcpLink raw = RawTcpLink.open(bs, rank, env.rootAddress(), OP_TIMEOUT)) {
+                    if (rank == 0) {
+                        fillRandom(buffer.hostSegment());
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            connection.write(remote, 0, memory, 0, o.jitWarmupBytes());
+                            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+                        }
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            raw.send(buffer.hostSegment(), o.jitWarmupBytes());
+                        }
+                        for (long size : o.sizes()) {
+                            System.out.println(measure(bs, connection, remote, memory, raw, size, o));
+                            System.out.flush();
+                        }
+                    } else {
+                        for (int i = 0; i < o.jitWarmup(); i++) {
+                            raw.receive(buffer.hostSegment());
+                        }
+                        // raw TCP lands in memory of the same kind beside the ETHERNET buffer, which
+                        // holds what rank 1 checks
+                        try (DeviceBuffer rawLanding = backend.allocate(o.max())) {
+                            for (long size : o.sizes()) {
+                                int transfers = warmupFor(size, o.warmup()) + itersFor(size, o.iters());
+                                for (int i = 0; i < transfers; i++) {
+                                    raw.receive(rawLanding.hostSegment());
+                                }
+                                check(bs, buffer.hostSegment());
+                            }
+                        }
+                    }
+                    long ethNanos = pingPong(rank, o, connection, remote, memory, sem);
+                    long tcpNanos = pingPong(rank, o, raw);
+                    if (rank == 0) {
+                        System.out.printf(Locale.ROOT, "ETH-PINGPONG turns=%d eth_us=%.2f tcp_us=%.2f%n", o.turns(),
+                                ethNanos / 1e3 / o.turns(), tcpNanos / 1e3 / o.turns());
+                        System.out.flush();
+                    }
+                }
+                // nobody unmaps or closes while the peer may still write here
+                Blocking.done(bs.barrier(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), rank, "final barrier");
+            }
+        }
+        return ExitCodes.OK;
+    }
+
+    /**
+     * Rank 0's part for one size: the warm-up iterations on each transport, then {@link #ROUNDS}
+     * rounds that alternate ETHERNET and raw TCP (so both see the same moments of a noisy host),
+     * then rank 1's check of the last ETHERNET iteration; returns its ETH line with each
+     * transport's median round.
+     */
+    private static String measure(TcpBootstrap bs, Connection connection, RegisteredMemory remote,
+                                  RegisteredMemory local, RawTcpLink raw, long size, Options o) throws IOException {
+        int iters = itersFor(size, o.iters());
+        int warmup = warmupFor(size, o.warmup());
+        MemorySegment src = local.hostSegment();
+        int eth = 0;
+        for (; eth < warmup; eth++) {
+            ethernetTransfer(connection, remote, local, size, eth);
+        }
+        for (int i = 0; i < warmup; i++) {
+            rawTransfer(raw, src, size, i);
+        }
+        int rounds = Math.min(ROUNDS, iters);
+        double[] ethGbps = new double[rounds];
+        double[] tcpGbps = new double[rounds];
+        long claimed = 0;
+        for (int r = 0, tcp = warmup; r < rounds; r++) {
+            int n = iters / rounds + (r < iters % rounds ? 1 : 0);
+            long nanos = 0;
+            for (int i = 0; i < n; i++, eth++) {
+                nanos += ethernetTransfer(connection, remote, local, size, eth);
+            }
+            ethGbps[r] = (double) size * n / nanos;
+            // the flushes above mean rank 1 holds the last iteration's bytes; raw TCP stamps the
+            // source again, so take the checksum now
+            claimed = WriteBenchRankSample.checksum(src, size);
+            nanos = 0;
+            for (int i = 0; i < n; i++, tcp++) {
+                nanos += rawTransfer(raw, src, size, tcp);
+            }
+            tcpGbps[r] = (double) size * n / nanos;
+        }
+        byte[] claim = ByteBuffer.allocate(3 * Long.BYTES).putLong(size).putLong(eth - 1).putLong(claimed).array();
+        Blocking.done(bs.send(1, TAG, claim, OP_TIMEOUT), OP_TIMEOUT, 0, "send the check of " + size + " B");
+        String verdict = new String(Blocking.value(bs.recv(1, TAG, OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0,
+                "receive the check of " + size + " B"), StandardCharsets.UTF_8);
+        return String.format(Locale.ROOT, "ETH size=%d iters=%d warmup=%d eth_gbps=%.4f tcp_gbps=%.4f check=%s",
+                size, iters, warmup, BenchStats.median(ethGbps), BenchStats.median(tcpGbps), verdict);
+    }
+
+    /** One ETHERNET iteration: stamp the source (untimed), write + flush; returns its nanoseconds. */
+    private static long ethernetTransfer(Connection connection, RegisteredMemory remote, RegisteredMemory local,
+                                         long size, int iteration) {
+        WriteBenchRankSample.stamp(local.hostSegment(), size, iteration);
+        long t = System.nanoTime();
+        connection.write(remote, 0, local, 0, size);
+        connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+        return System.nanoTime() - t;
+    }
+
+    /** The same over the raw socket. */
+    private static long rawTransfer(RawTcpLink raw, MemorySegment src, long size, int iteration) throws IOException {
+        WriteBenchRankSample.stamp(src, size, iteration);
+        long t = System.nanoTime();
+        raw.send(src, size);
+        return System.nanoTime() - t;
+    }
+
+    /** Rank 1's check of one size's ETHERNET transfers. */
+    private static void check(TcpBootstrap bs, MemorySegment dst) {
+        ByteBuffer claim = ByteBuffer.wrap(Blocking.value(bs.recv(0, TAG, OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 1,
+                "receive a check"));
+        long size = claim.getLong();
+        long last = claim.getLong();
+        long sum = claim.getLong();
+        String problem = WriteBenchRankSample.verify(dst, size, last, sum);
+        byte[] verdict = (problem == null ? "ok" : problem).getBytes(StandardCharsets.UTF_8);
+        Blocking.done(bs.send(0, TAG, verdict, OP_TIMEOUT), OP_TIMEOUT, 1, "answer the check of " + size + " B");
+    }
+
+    /**
+     * ETHERNET ping-pong of one int: rank 0 writes, signals, waits; rank 1 waits, checks, answers.
+     * Returns the nanoseconds of the timed turns (rank 0's figure is the one reported).
+     */
+    private static long pingPong(int rank, Options o, Connection connection, RegisteredMemory remote,
+                                 RegisteredMemory local, Host2HostSemaphore sem) {
+        MemorySegment mine = local.hostSegment();
+        long t0 = 0;
+        int warm = o.warmupTurns();
+        for (int i = 0; i < warm + o.turns(); i++) {
+            if (i == warm) {
+                t0 = System.nanoTime();
+            }
+            if (rank == 0) {
+                // the int goes out from offset 4 and lands at the peer's offset 0, so the
+                // peer's reply, landing here at 0, never meets the source
+                mine.set(ValueLayout.JAVA_INT, 4, 2 * i);
+                connection.write(remote, 0, local, 4, Integer.BYTES);
+                sem.signal();
+                awaitSignal(sem, rank, i);
+                expect(mine, 2 * i + 1, i);
+            } else {
+                awaitSignal(sem, rank, i);
+                expect(mine, 2 * i, i);
+                mine.set(ValueLayout.JAVA_INT, 4, 2 * i + 1);
+                connection.write(remote, 0, local, 4, Integer.BYTES);
+                sem.signal();
+            }
+        }
+        return System.nanoTime() - t0;
+    }
+
+    /**
+     * Waits on this thread for the peer's signal ({@link Waiting#await}: a short spin, then parks that
+     * the ETHERNET receiver cuts short), at most {@link #OP_TIMEOUT}: the raw socket's reader also
+     * waits on its own thread, so the two columns compare transports rather than thread hand-offs.
+     */
+    private static void awaitSignal(Host2HostSemaphore sem, int rank, int turn) {
+        if (!Waiting.await(sem::poll, Waiting.deadline(OP_TIMEOUT))) {
+            throw JmscclppException.builder(ErrorCode.TIMEOUT, "no signal for ping-pong turn " + turn + " within "
+                    + OP_TIMEOUT.toSeconds() + " s").rank(rank).peer(1 - rank).phase("ping-pong").build();
+        }
+    }
+
+    /** The same ping-pong over the raw socket. */
+    private static long pingPong(int rank, Options o, RawTcpLink raw) throws IOException {
+        long t0 = 0;
+        int warm = o.warmupTurns();
+        for (int i = 0; i < warm + o.turns(); i++) {
+            if (i == warm) {
+                t0 = System.nanoTime();
+            }
+            if (rank == 0) {
+                raw.sendInt(2 * i);
+                checkTurn(raw.readInt(), 2 * i + 1, i);
+            } else {
+                checkTurn(raw.readInt(), 2 * i, i);
+                raw.sendInt(2 * i + 1);
+            }
+        }
+        return System.nanoTime() - t0;
+    }
+
+    private static void expect(MemorySegment mine, int want, int turn) {
+        checkTurn(mine.get(ValueLayout.JAVA_INT, 0), want, turn);
+    }
+
+    private static void checkTurn(int got, int want, int turn) {
+        if (got != want) {
+            throw new IllegalStateException("ping-pong turn " + turn + ": got " + got + ", expected " + want);
+        }
+    }
+
+    private static void fillRandom(MemorySegment seg) {
+        SplittableRandom random = new SplittableRandom(SEED);
+        for (long i = 0; i + Long.BYTES <= seg.byteSize(); i += Long.BYTES) {
+            seg.set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+        }
+    }
+
+    static Options parse(List<String> args) {
+        long min = 1 << 10;
+        long max = 64 << 20;
+        int iters = 200;
+        int warmup = 200;
+        int turns = 5000;
+        int jitWarmup = 20_000;
+        for (int i = 0; i < args.size(); i += 2) {
+            String opt = args.get(i);
+            String v = BenchArgs.value(args, i);
+            switch (opt) {
+                case "--min" -> min = ByteSizes.parse(opt, v);
+                case "--max" -> max = ByteSizes.parse(opt, v);
+                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
+                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
+                case "--turns" -> turns = BenchArgs.count(opt, v, 1);
+                case "--jit-warmup" -> jitWarmup = BenchArgs.count(opt, v, 0);
+                default -> throw new IllegalArgumentException("unknown option " + opt);
+            }
+        }
+        BenchArgs.checkSizeRange(min, max);
+        if (max > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
+        }
+        return new Options(min, max, iters, warmup, turns, jitWarmup);
+    }
+
+    static List<String> args(Options o) {
+        return List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
+                Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
+                Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()));
+    }
+}

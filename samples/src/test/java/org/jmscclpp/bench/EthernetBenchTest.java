@@ -1,0 +1,96 @@
+package org.jmscclpp.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.jmscclpp.cli.MainRun;
+import org.jmscclpp.samples.ExitCodes;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+class EthernetBenchTest {
+
+    /** Two real rank processes over ETHERNET and raw TCP, tiny sizes: one checked row per size, the ping-pong. */
+    @Test
+    @Timeout(180)
+    void benchEthernetWithTinySizesPrintsBothTables() {
+        MainRun r = MainRun.of("bench", "ethernet", "--min", "1K", "--max", "16K", "--iters", "3", "--warmup", "1",
+                "--turns", "20", "--jit-warmup", "50");
+        assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
+        List<String> lines = r.out().lines().toList();
+        assertTrue(lines.getFirst().startsWith("machine: "), r.out());
+        int header = lines.indexOf(lines.stream().filter(l -> l.startsWith("|")).findFirst().orElseThrow());
+        assertTrue(lines.get(header).matches("\\|\\s+size \\| iters \\| ETHERNET GB/s \\| raw TCP GB/s \\| "
+                + "ratio \\| target \\(>= 0\\.8 from 1 MiB\\) \\|"), r.out());
+        List<String> sizes = List.of("1 KiB", "4 KiB", "16 KiB");
+        for (int i = 0; i < sizes.size(); i++) {
+            String row = lines.get(header + 2 + i);
+            assertTrue(row.matches("\\|\\s+" + sizes.get(i) + " \\|\\s+3 \\|\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\|"
+                    + "\\s+\\d+\\.\\d\\d \\| -\\s+\\|"), row);
+        }
+        assertEquals("target: ratio >= 0.8 from 1 MiB up: no size measured from 1 MiB up", lines.get(header + 5),
+                r.out());
+        String pingHeader = lines.get(header + 7);
+        assertTrue(pingHeader.matches("\\| ping-pong, 1 int\\s+\\| turns \\| ETHERNET µs \\| raw TCP µs \\|\\s+ratio \\|"),
+                r.out());
+        assertTrue(lines.get(header + 9).matches("\\| write \\+ updateAndSync / wait \\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
+                + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\|"), r.out());
+        assertEquals(header + 10, lines.size(), r.out());
+    }
+
+    @Test
+    void usageErrorsStartNothing() {
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--min", "4").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--min", "64K", "--max", "4K").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--turns", "0").code());
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--max", "4G").code());
+        MainRun r = MainRun.of("bench", "ethernet", "--bogus", "1");
+        assertEquals(ExitCodes.USAGE, r.code());
+        assertTrue(r.err().contains("unknown option --bogus") && r.err().contains(EthernetBench.SYNOPSIS), r.err());
+        assertTrue(MainRun.of("help").out().contains(EthernetBench.SYNOPSIS.substring("jmscclpp ".length())));
+        MainRun which = MainRun.of("bench", "nope");
+        assertTrue(which.err().contains("bootstrap, write, proxy, ethernet") && which.err().contains(EthernetBench.SYNOPSIS),
+                which.err());
+    }
+
+    @Test
+    void defaultsAndSizes() {
+        EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 200, 200, 5000, 20_000), o);
+        assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
+                64L << 20), o.sizes());
+        assertEquals(5000, o.warmupTurns());
+        assertEquals(64 << 10, o.jitWarmupBytes());
+        assertEquals(16 << 10, EthernetBenchRankSample.parse(List.of("--max", "16K", "--jit-warmup", "0")).jitWarmupBytes());
+        assertEquals(0, EthernetBenchRankSample.parse(List.of("--jit-warmup", "0")).jitWarmup());
+        assertEquals(EthernetBenchRankSample.MIN_ITERS, EthernetBenchRankSample.itersFor(1L << 30, 100));
+        assertEquals(8, EthernetBenchRankSample.itersFor(64L << 20, 100));
+    }
+
+    @Test
+    void rowsAndTargetLine() {
+        EthernetBench.Row met = EthernetBench.Row.parse(
+                "ETH size=1048576 iters=100 warmup=10 eth_gbps=1.9 tcp_gbps=2.0 check=ok");
+        EthernetBench.Row missed = EthernetBench.Row.parse(
+                "ETH size=4194304 iters=100 warmup=10 eth_gbps=1.0 tcp_gbps=2.0 check=ok");
+        assertNotNull(met);
+        assertNotNull(missed);
+        assertNull(EthernetBench.Row.parse("ETH-PINGPONG turns=10 eth_us=1.0 tcp_us=2.0"));
+        assertEquals(new EthernetBench.PingPong(10, 1.0, 2.0),
+                EthernetBench.PingPong.parse("ETH-PINGPONG turns=10 eth_us=1.0 tcp_us=2.0"));
+        assertEquals("target: ratio >= 0.8 from 1 MiB up: met on 1 of 1 sizes", EthernetBench.targetLine(List.of(met)));
+        assertEquals("target: ratio >= 0.8 from 1 MiB up: not met on 1 of 2 sizes (4 MiB)",
+                EthernetBench.targetLine(List.of(met, missed)));
+    }
+
+    @Test
+    void rootHostParsing() {
+        assertEquals("10.0.0.1", RawTcpLink.hostOf("10.0.0.1:5000"));
+        assertEquals("10.0.0.1", RawTcpLink.hostOf("eth0:10.0.0.1:5000"));
+        assertEquals("::1", RawTcpLink.hostOf("[::1]:5000"));
+        assertEquals("node7", RawTcpLink.hostOf("node7:5000"));
+    }
+}

@@ -1,0 +1,105 @@
+package org.jmscclpp.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Runs {@code bin/jmscclpp} as a user would; needs the packaged jar, hence an integration test. */
+class BinScriptIT {
+
+    private static final Path SAMPLES = Path.of("").toAbsolutePath();
+    private static final Path ROOT = SAMPLES.getParent();
+    private static final Path SCRIPT = ROOT.resolve("bin/jmscclpp");
+
+    private record Result(int code, String out, String err) {
+    }
+
+    @BeforeAll
+    static void needsBash() {
+        boolean bash = Stream.of("/bin/bash", "/usr/bin/bash").anyMatch(p -> Files.isExecutable(Path.of(p)));
+        if (!bash) {
+            System.out.println("BinScriptIT skipped: bash is not installed");
+        }
+        Assumptions.assumeTrue(bash, "bash is not installed");
+        assertTrue(Files.isExecutable(SCRIPT), SCRIPT + " must be executable");
+    }
+
+    private static Result run(Map<String, String> env, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(SCRIPT.toString()));
+        command.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(command).directory(SAMPLES.toFile());
+        // the jar was packaged moments ago by this build; never start a nested build from a test
+        pb.environment().put("JMSCCLPP_NO_BUILD", "1");
+        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        p.getOutputStream().close();
+        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> read(p.getInputStream()));
+        CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(p.getErrorStream()));
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("bin/jmscclpp " + String.join(" ", args) + " still running after 60 s");
+        }
+        return new Result(p.exitValue(), out.get(10, TimeUnit.SECONDS), err.get(10, TimeUnit.SECONDS));
+    }
+
+    private static String read(InputStream in) {
+        try (in) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "<unreadable: " + e + ">";
+        }
+    }
+
+    @Test
+    void helpPrintsUsage() throws Exception {
+        Result r = run(Map.of(), "help");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().startsWith("usage: jmscclpp"), r.out());
+    }
+
+    @Test
+    void unknownCommandIsAUsageError() throws Exception {
+        assertEquals(2, run(Map.of(), "no-such-command").code());
+    }
+
+    @Test
+    void runStartsPrefixedRanks() throws Exception {
+        Result r = run(Map.of(), "run", "-n", "2", "exit-code", "0", "from the script");
+        assertEquals(0, r.code(), r.err());
+        List<String> lines = r.out().lines().sorted().toList();
+        assertEquals(List.of("[rank 0] rank 0 of 2: from the script", "[rank 1] rank 1 of 2: from the script"), lines);
+    }
+
+    @Test
+    void bundleLayoutRunsWithoutACheckout(@TempDir Path bundle) throws Exception {
+        Path lib = Files.createDirectories(bundle.resolve("lib"));
+        Files.copy(SAMPLES.resolve("target/jmscclpp-samples.jar"), lib.resolve("jmscclpp-samples.jar"));
+        try (Stream<Path> jars = Files.list(SAMPLES.resolve("target/lib"))) {
+            for (Path jar : jars.toList()) {
+                Files.copy(jar, lib.resolve(jar.getFileName()));
+            }
+        }
+        Path bin = Files.createDirectories(bundle.resolve("runtime/bin"));
+        Files.createSymbolicLink(bin.resolve("java"), Path.of(System.getProperty("java.home"), "bin", "java"));
+        Result r = run(Map.of("JMSCCLPP_HOME", bundle.toString(), "JAVA_HOME", "/nonexistent"),
+                "run", "-n", "1", "exit-code", "0", "bundled");
+        assertEquals(0, r.code(), r.err());
+        assertEquals("[rank 0] rank 0 of 1: bundled", r.out().strip());
+    }
+}
