@@ -74,6 +74,8 @@ final class GpuRankMain {
             try {
                 switch (scenario) {
                     case "basic-write" -> r.basicWrite();
+                    case "coll-matrix", "coll-external", "coll-graph", "coll-group", "coll-mismatch" ->
+                            CollectiveScenarios.run(r, scenario, a);
                     case "nccl-collectives", "nccl-init-timeout" -> NcclScenarios.run(r, scenario, a);
                     default -> GpuKernelScenarios.run(r, scenario, a);
                 }

@@ -29,6 +29,7 @@ import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.collective.AbstractCollectiveComm;
 import org.jmscclpp.core.collective.Algorithm;
 import org.jmscclpp.core.collective.CallDescriptor;
+import org.jmscclpp.core.collective.CallOptions;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveGroup;
@@ -830,12 +831,18 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * and break the communicator. Argument errors throw INVALID_USAGE at once.
      */
     public StreamCollectives on(CudaStream on) {
-        return new StreamCollectives(this, Objects.requireNonNull(on, "on"));
+        return on(on, CallOptions.defaults());
+    }
+
+    /** {@link #on(CudaStream)} with call options (an algorithm; the stream form has no deadline of its own). */
+    public StreamCollectives on(CudaStream on, CallOptions callOptions) {
+        return new StreamCollectives(this, Objects.requireNonNull(on, "on"), Objects.requireNonNull(callOptions,
+                "callOptions"));
     }
 
     /** Plans and enqueues {@code calls} on {@code on} (the stream form). */
-    void enqueueOn(CudaStream on, List<CollectiveCall> calls, boolean group) {
-        Batch batch = planBatch(calls, group);
+    void enqueueOn(CudaStream on, CallOptions callOptions, List<CollectiveCall> calls, boolean group) {
+        Batch batch = planBatch(calls, callOptions, group);
         try {
             synchronized (enqueueLock) {
                 enqueue(batch, on);
@@ -850,10 +857,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     public static final class StreamCollectives {
         private final CudaCollectiveComm comm;
         private final CudaStream stream;
+        private final CallOptions callOptions;
 
-        StreamCollectives(CudaCollectiveComm comm, CudaStream stream) {
+        StreamCollectives(CudaCollectiveComm comm, CudaStream stream, CallOptions callOptions) {
             this.comm = comm;
             this.stream = stream;
+            this.callOptions = callOptions;
         }
 
         public CudaStream stream() {
@@ -895,12 +904,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
         /** Enqueues one call. */
         public void execute(CollectiveCall call) {
-            comm.enqueueOn(stream, List.of(call), false);
+            comm.enqueueOn(stream, callOptions, List.of(call), false);
         }
 
         /** Enqueues the calls {@code calls} records as one group (see {@link CollectiveComm#group}). */
         public void group(Consumer<CollectiveGroup> calls) {
-            comm.enqueueOn(stream, comm.record(calls), true);
+            comm.enqueueOn(stream, callOptions, comm.record(calls), true);
         }
     }
 }

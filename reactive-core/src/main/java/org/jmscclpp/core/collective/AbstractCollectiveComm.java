@@ -371,13 +371,13 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     /**
-     * Plans {@code calls} (with the communicator's default call options) as the next batch, for
+     * Plans {@code calls} (with {@code callOptions}) as the next batch, for
      * engines that run calls outside {@link #execute} (a stream form): checks, numbers and returns it.
      */
-    protected final Batch planBatch(List<CollectiveCall> calls, boolean group) {
+    protected final Batch planBatch(List<CollectiveCall> calls, CallOptions callOptions, boolean group) {
         List<Planned> planned = new ArrayList<>(calls.size());
         for (CollectiveCall call : calls) {
-            planned.add(plan(call, CallOptions.defaults()));
+            planned.add(plan(call, callOptions));
         }
         synchronized (lock) {
             checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
