@@ -144,7 +144,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     protected void onRegistered(Registration registration) {
     }
 
-    /** Called once a registration is gone, before its memories are closed. */
+    /** Called once a registration is gone ({@link #deregister}), before its memories are closed; not by {@link #close()}. */
     protected void onDeregistered(Registration registration) {
     }
 
@@ -704,22 +704,12 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         if (w != null) {
             w.dispose();
         }
+        // the engine's own tables of registrations go with the engine: no onDeregistered here
         RuntimeException first = null;
         try {
             release();
         } catch (RuntimeException e) {
             first = e;
-        }
-        for (Registration r : all) {
-            try {
-                onDeregistered(r);
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
         }
         closeRegistrations(all);
         virtual.dispose();
