@@ -1,0 +1,266 @@
+package org.jmscclpp.core.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntFunction;
+import org.jmscclpp.core.Device;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.collective.CallOptions;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveOptions;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+
+/**
+ * Bad input and faults on the host engine: arguments that are wrong on one rank fail there before
+ * anything moves and leave the communicator usable; calls that differ between ranks fail on every
+ * rank with INVALID_USAGE naming the ranks and the values, and break the communicator; a peer that
+ * never calls is TIMEOUT at the deadline; a peer that dies is REMOTE_ERROR at once.
+ */
+class HostCollectiveFaultsTest {
+
+    static final Duration LIMIT = Duration.ofSeconds(30);
+
+    /** Every rank's outcome of one call: null for success, else the error. */
+    static List<Throwable> outcomes(HostCollectivesTest.Job job, IntFunction<Mono<Void>> perRank) {
+        List<Mono<Throwable>> monos = new ArrayList<>();
+        for (int r = 0; r < job.n; r++) {
+            monos.add(perRank.apply(r).then(Mono.<Throwable>empty()).onErrorResume(Mono::just)
+                    .defaultIfEmpty(new Ok()));
+        }
+        List<Throwable> all = new ArrayList<>(Mono.zip(monos, a -> {
+            List<Throwable> l = new ArrayList<>();
+            for (Object o : a) {
+                l.add(o instanceof Ok ? null : (Throwable) o);
+            }
+            return l;
+        }).block(LIMIT.plusSeconds(10)));
+        return all;
+    }
+
+    private static final class Ok extends Throwable {
+    }
+
+    static JmscclppException usage(Throwable t) {
+        assertTrue(t instanceof JmscclppException, "a JmscclppException, not " + t);
+        JmscclppException e = (JmscclppException) t;
+        assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+        return e;
+    }
+
+    @Test
+    void localArgumentErrorsFailBeforeAnythingMovesAndLeaveTheCommunicatorUsable() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            CollectiveComm c = job.comms.get(0);
+            DeviceBuffer small = job.backends.get(0).allocate(16);
+            DeviceBuffer closed = job.backends.get(0).allocate(64);
+            closed.close();
+            String[] messages = {
+                message(() -> c.allReduce(small, small, -1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT)),
+                message(() -> c.allReduce(small, small, 5, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT)),
+                message(() -> c.allReduce(closed, closed, 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT)),
+                message(() -> c.allReduce(small, small, Long.MAX_VALUE / 2, DataType.FLOAT64, ReduceOp.SUM)
+                        .block(LIMIT)),
+                message(() -> c.allGather(small.slice(0, 16), small, 16, DataType.INT8).block(LIMIT)),
+                message(() -> c.broadcast(small, small, 1, DataType.INT32, 2).block(LIMIT)),
+                message(() -> c.send(small, 1, DataType.INT32, -1).block(LIMIT)),
+                message(() -> c.allReduce(small.slice(0, 8), small.slice(4, 8), 2, DataType.FLOAT32, ReduceOp.SUM)
+                        .block(LIMIT)),
+                message(() -> c.allReduce(gpuMemory(), small, 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT)),
+                message(() -> c.with(CallOptions.algorithm("nosuch")).allReduce(small, small, 1, DataType.FLOAT32,
+                        ReduceOp.SUM).block(LIMIT)),
+            };
+            String[] expected = {"a count of -1", "holds 16 bytes, the call needs 20", "closed",
+                "overflows", "the recv buffer holds 16 bytes, the call needs 32", "root 2 is not a rank",
+                "peer -1 is not a rank", "overlap", "not host memory", "no all_reduce algorithm 'nosuch'"};
+            for (int i = 0; i < expected.length; i++) {
+                assertTrue(messages[i].contains(expected[i]) && messages[i].contains("rank 0"),
+                        "'" + messages[i] + "' should say '" + expected[i] + "'");
+            }
+            assertTrue(c.failure().isEmpty(), "argument errors do not break the communicator");
+            // and nothing moved: both ranks still run a real call
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(8), job.backends.get(1).allocate(8));
+            bufs.get(0).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, 3);
+            bufs.get(1).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, 4);
+            job.all(r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM));
+            assertEquals(7, bufs.get(1).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+        }
+    }
+
+    private static String message(Runnable call) {
+        JmscclppException e = assertThrows(JmscclppException.class, call::run);
+        assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+        return e.getMessage();
+    }
+
+    /** A buffer that claims to be a GPU's: the host engine must refuse it. */
+    private static DeviceBuffer gpuMemory() {
+        DeviceBuffer host = DeviceBuffer.wrap(MemorySegment.ofArray(new byte[64]));
+        return new DeviceBuffer() {
+            @Override
+            public long address() {
+                return 0x7f0000000000L;
+            }
+
+            @Override
+            public long size() {
+                return 64;
+            }
+
+            @Override
+            public Device device() {
+                return Device.gpu(0);
+            }
+
+            @Override
+            public boolean hostAccessible() {
+                return false;
+            }
+
+            @Override
+            public MemorySegment hostSegment() {
+                return host.hostSegment();
+            }
+
+            @Override
+            public boolean isClosed() {
+                return false;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
+    @Test
+    void ranksThatCallDifferentCollectivesAllFailNamingTheRanksAndValues() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(3, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < 3; r++) {
+                bufs.add(job.backends.get(r).allocate(4096));
+            }
+            List<Throwable> out = outcomes(job, r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r),
+                    r == 2 ? 99 : 100, DataType.FLOAT32, ReduceOp.SUM));
+            for (int r = 0; r < 3; r++) {
+                JmscclppException e = usage(out.get(r));
+                assertTrue(e.getMessage().contains("rank 2 has count 99") && e.getMessage().contains("count 100"),
+                        e.getMessage());
+                assertEquals(r, e.rank());
+            }
+            // broken: the next call fails at once, with the error that broke it
+            JmscclppException later = assertThrows(JmscclppException.class, () -> job.comms.get(0)
+                    .allReduce(bufs.get(0), bufs.get(0), 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT));
+            assertTrue(later.getMessage().contains("failed earlier"), later.getMessage());
+        }
+    }
+
+    @Test
+    void everyFieldOfTheDescriptorIsCompared() {
+        record Case(String name, String expect, IntFunction<Call> call) {
+        }
+        List<Case> cases = List.of(
+                new Case("type", "type int32", r -> (c, b) -> c.allReduce(b, b, 8, r == 1 ? DataType.INT32
+                        : DataType.FLOAT32, ReduceOp.SUM)),
+                new Case("op", "op max", r -> (c, b) -> c.allReduce(b, b, 8, DataType.FLOAT32, r == 1 ? ReduceOp.MAX
+                        : ReduceOp.SUM)),
+                new Case("root", "root 0", r -> (c, b) -> c.broadcast(b, b, 8, DataType.INT8, r == 1 ? 0 : 1)),
+                new Case("kind", "calls all_gather", r -> (c, b) -> r == 1 ? c.allGather(b.slice(8, 8), b, 8,
+                        DataType.INT8) : c.allReduce(b, b, 8, DataType.INT8, ReduceOp.SUM)));
+        for (Case k : cases) {
+            try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+                List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(256), job.backends.get(1).allocate(256));
+                List<Throwable> out = outcomes(job, r -> k.call().apply(r).run(job.comms.get(r), bufs.get(r)));
+                for (int r = 0; r < 2; r++) {
+                    JmscclppException e = usage(out.get(r));
+                    assertTrue(e.getMessage().contains(k.expect()), k.name() + ": " + e.getMessage());
+                }
+            }
+        }
+    }
+
+    @FunctionalInterface
+    interface Call {
+        Mono<Void> run(CollectiveComm c, DeviceBuffer b);
+    }
+
+    @Test
+    void aRegisteredBufferOnOneRankAndAnUnregisteredOneOnAnotherIsAMismatch() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(256), job.backends.get(1).allocate(256));
+            List<DeviceBuffer> other = List.of(job.backends.get(0).allocate(256), job.backends.get(1).allocate(256));
+            job.all(r -> job.comms.get(r).register(r == 0 ? bufs.get(r) : other.get(r)));
+            List<Throwable> out = outcomes(job, r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 8,
+                    DataType.FLOAT32, ReduceOp.SUM));
+            for (int r = 0; r < 2; r++) {
+                assertTrue(usage(out.get(r)).getMessage().contains("staged"), out.get(r).getMessage());
+            }
+        }
+    }
+
+    @Test
+    void sendsAndReceivesThatDoNotMatchFailBothEnds() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(256), job.backends.get(1).allocate(256));
+            List<Throwable> out = outcomes(job, r -> r == 0 ? job.comms.get(0).send(bufs.get(0), 10, DataType.INT8, 1)
+                    : job.comms.get(1).recv(bufs.get(1), 11, DataType.INT8, 0));
+            for (int r = 0; r < 2; r++) {
+                JmscclppException e = usage(out.get(r));
+                assertTrue(e.getMessage().contains("count 10") && e.getMessage().contains("count 11"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void aPeerThatNeverCallsIsATimeoutAtTheDeadline() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            long t0 = System.nanoTime();
+            JmscclppException e = assertThrows(JmscclppException.class, () -> job.comms.get(0)
+                    .with(CallOptions.timeout(Duration.ofMillis(500))).allReduce(b, b, 4, DataType.FLOAT32,
+                            ReduceOp.SUM).block(LIMIT));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+            assertEquals(1, e.peer(), e.getMessage());
+            assertTrue(ms >= 450 && ms < 10_000, "failed after " + ms + " ms");
+        }
+    }
+
+    @Test
+    void aPeerThatDiesDuringACallIsARemoteErrorLongBeforeTheDeadline() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(3, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < 3; r++) {
+                bufs.add(job.backends.get(r).allocate(64));
+            }
+            long t0 = System.nanoTime();
+            // ranks 0 and 1 call; rank 2 never does and leaves the job
+            List<Mono<Throwable>> calls = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                calls.add(job.comms.get(r).with(CallOptions.timeout(Duration.ofSeconds(60))).allReduce(bufs.get(r),
+                        bufs.get(r), 4, DataType.FLOAT32, ReduceOp.SUM).then(Mono.<Throwable>empty())
+                        .onErrorResume(Mono::just));
+            }
+            Mono<List<Throwable>> both = Mono.zip(calls, a -> List.of((Throwable) a[0], (Throwable) a[1])).cache();
+            both.subscribe();
+            job.bootstraps.get(2).close();
+            List<Throwable> out = both.block(LIMIT);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            for (Throwable t : out) {
+                assertTrue(t instanceof JmscclppException j && j.code() == ErrorCode.REMOTE_ERROR,
+                        "REMOTE_ERROR, not " + t);
+            }
+            assertTrue(ms < 10_000, "the survivors failed after " + ms + " ms, against a deadline of 60 s");
+        }
+    }
+}
