@@ -305,7 +305,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     protected void release() {
         jobs.add(new Job(null, Sinks.one()));
         try {
-            if (!worker.join(timeout.plusSeconds(5))) {
+            // closed from a call's own completion, which runs on the worker: it stops after this job
+            if (Thread.currentThread() != worker && !worker.join(timeout.plusSeconds(5))) {
                 worker.interrupt();
                 worker.join(Duration.ofSeconds(5));
             }
