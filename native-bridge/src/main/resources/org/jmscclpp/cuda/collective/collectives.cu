@@ -547,7 +547,7 @@ __device__ bool uses(const Call& call, int rank, int q, int which) {
     case kReduce:
       return which == 0 || q == call.root;
     case kBroadcast:
-      return which == 0 ? q == call.root : q == rank;
+      return which == 0 ? q == call.root : true;
     case kAllGather:
     case kAllToAll:
       return which == 1 || q == rank;
@@ -555,6 +555,57 @@ __device__ bool uses(const Call& call, int rank, int q, int which) {
       return false;
   }
 }
+
+#if !defined(JMSCCLPP_T)
+// Slice q of `bytes` for rank q: whole 16-byte vectors split evenly, the last rank also the tail.
+__forceinline__ __device__ void byteSlice(u64 bytes, int q, u64& begin, u64& end) {
+  u64 vectors = bytes / 16;
+  begin = vectors * q / N * 16;
+  end = q == N - 1 ? bytes : vectors * (q + 1) / N * 16;
+}
+
+// Block b's part of [begin, end): the same on every rank, so that what block b of one rank stored
+// before a barrier is exactly what block b of another reads after it.
+__forceinline__ __device__ void blockPart(u64 begin, u64 end, u64& from, u64& to) {
+  u64 len = end - begin;
+  from = begin + len * blockIdx.x / gridDim.x;
+  to = begin + len * (blockIdx.x + 1) / gridDim.x;
+}
+
+__forceinline__ __device__ void blockCopy(char* dst, const char* src, u64 bytes) {
+  if (bytes > 0 && dst != src) {
+    jmscclpp::copy(dst, src, bytes, threadIdx.x, blockDim.x);
+  }
+}
+
+// Broadcast as scatter + allgather, so that the root sends each byte once: rank q copies slice q
+// of the root's data into its own buffer; after a barrier of each block with the same block of
+// every peer, every rank copies every other slice from the rank that holds it (the root's slice
+// from the root). Every link carries (n-1)/n of the data instead of the root's carrying n-1 times it.
+__device__ void broadcastScatterGather(const Comm* c, const Call& call, char* const* src, char* const* dst, u64 bytes) {
+  const int rank = c->rank;
+  const int root = call.root;
+  u64 begin, end, from, to;
+  byteSlice(bytes, rank, begin, end);
+  blockPart(begin, end, from, to);
+  if (rank != root || !call.inPlace) {
+    blockCopy(call.recv + from, src[root] + from, to - from);
+  }
+  blockBarrier(c);
+  for (int s = 1; s < N; s++) {
+    int q = (rank + s) % N;
+    byteSlice(bytes, q, begin, end);
+    blockPart(begin, end, from, to);
+    if (rank == root) {
+      if (!call.inPlace) {
+        blockCopy(call.recv + from, call.send + from, to - from);
+      }
+    } else {
+      blockCopy(call.recv + from, (q == root ? src[root] : dst[q]) + from, to - from);
+    }
+  }
+}
+#endif
 
 __device__ void directRun(const Comm* c, const Call& call, u64 run) {
   const int rank = c->rank;
@@ -613,19 +664,20 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
     }
 #else
     case kBroadcast:
-      if (rank != call.root || !call.inPlace) {
-        gridCopy(call.recv, src[call.root], bytes);
-      }
+      broadcastScatterGather(c, call, src, dst, bytes);
       break;
     case kAllGather:
-      for (int q = 0; q < N; q++) {
+      // destinations in rotation from this rank: at each step every rank feeds a different peer
+      for (int s = 0; s < N; s++) {
+        int q = (rank + s) % N;
         if (q != rank || !call.inPlace) {
           gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send, bytes);
         }
       }
       break;
     case kAllToAll:
-      for (int q = 0; q < N; q++) {
+      for (int s = 0; s < N; s++) {
+        int q = (rank + s) % N;
         gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send + static_cast<u64>(q) * bytes, bytes);
       }
       break;
