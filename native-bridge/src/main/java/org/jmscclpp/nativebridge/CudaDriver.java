@@ -217,6 +217,8 @@ final class CudaDriver {
 
     static native int cuEventQuery(long event);
 
+    static native int cuStreamWaitEvent(long stream, long event, int flags);
+
     static native int cuEventElapsedTime_v2(float[] milliseconds, long start, long end);
 
     // ---------------------------------------------------------------------------------------------

@@ -119,6 +119,24 @@ public final class CudaStream implements AutoCloseable {
     }
 
     /**
+     * Makes the work enqueued on this stream from now on wait, on the GPU, for everything enqueued
+     * on {@code other} so far ({@code cuEventRecord} on it, {@code cuStreamWaitEvent} here): how a
+     * collective on one stream is ordered after a kernel on another without the host waiting.
+     * Capturable in a CUDA graph when both streams take part in the capture.
+     */
+    public void waitFor(CudaStream other) {
+        checkOpen();
+        long event = other.record();
+        try {
+            context.makeCurrent();
+            check(CudaDriver.cuStreamWaitEvent(handle, event, 0), "cuStreamWaitEvent(" + name + " on " + other.name
+                    + ")");
+        } finally {
+            other.release(event);
+        }
+    }
+
+    /**
      * Whether everything enqueued so far finished: one {@code cuStreamQuery}; SYSTEM_ERROR when the
      * stream failed (a kernel trapped: the context is lost).
      */

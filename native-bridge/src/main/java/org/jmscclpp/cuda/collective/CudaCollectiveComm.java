@@ -439,6 +439,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     }
 
     @Override
+    protected int maxRegistrations() {
+        return MAX_REGISTRATIONS;
+    }
+
+    @Override
     protected TransportFlags registrationTransports() {
         return TransportFlags.of(Transport.CUDA_IPC);
     }
@@ -869,36 +874,36 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             return stream;
         }
 
-        public void allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+        public void allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
             execute(CollectiveCall.allReduce(send, recv, count, type, op));
         }
 
-        public void allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+        public void allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
             execute(CollectiveCall.allGather(send, recv, sendCount, type));
         }
 
-        public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, ReduceOp op) {
+        public void reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type, ReduceOp op) {
             execute(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
         }
 
-        public void broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type, int root) {
+        public void broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, int root) {
             execute(CollectiveCall.broadcast(send, recv, count, type, root));
         }
 
-        public void reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
+        public void reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
                            int root) {
             execute(CollectiveCall.reduce(send, recv, count, type, op, root));
         }
 
-        public void allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+        public void allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
             execute(CollectiveCall.allToAll(send, recv, count, type));
         }
 
-        public void send(DeviceBuffer send, long count, DataType type, int peer) {
+        public void send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
             execute(CollectiveCall.send(send, count, type, peer));
         }
 
-        public void recv(DeviceBuffer recv, long count, DataType type, int peer) {
+        public void recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
             execute(CollectiveCall.recv(recv, count, type, peer));
         }
 

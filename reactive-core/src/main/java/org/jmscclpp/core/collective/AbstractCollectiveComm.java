@@ -45,7 +45,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private static final Duration WATCH_PERIOD = Duration.ofDays(1);
 
     /** One registration of this rank's buffer (index as every rank numbers it) and every peer's memory of that index, mapped here. */
-    public record Registration(int index, DeviceBuffer buffer, RegisteredMemory memory, boolean alias,
+    public record Registration(int index, DeviceBuffer buffer, RegisteredMemory memory,
                                Map<Integer, RegisteredMemory> peers) {
     }
 
@@ -211,7 +211,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         synchronized (lock) {
             for (int i = registrations.size() - 1; i >= 0; i--) {
                 Registration r = registrations.get(i);
-                if (r != null && !r.alias() && covers(r.buffer(), root, start, buffer.size())) {
+                if (r != null && covers(r.buffer(), root, start, buffer.size())) {
                     return CallDescriptor.location(r.index(), start - r.buffer().address());
                 }
             }
@@ -288,45 +288,45 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     @Override
-    public final Mono<Void> allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+    public final Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
         return defaults.allReduce(send, recv, count, type, op);
     }
 
     @Override
-    public final Mono<Void> allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+    public final Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
         return defaults.allGather(send, recv, sendCount, type);
     }
 
     @Override
-    public final Mono<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+    public final Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
                                           ReduceOp op) {
         return defaults.reduceScatter(send, recv, recvCount, type, op);
     }
 
     @Override
-    public final Mono<Void> broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+    public final Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                       int root) {
         return defaults.broadcast(send, recv, count, type, root);
     }
 
     @Override
-    public final Mono<Void> reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+    public final Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                    ReduceOp op, int root) {
         return defaults.reduce(send, recv, count, type, op, root);
     }
 
     @Override
-    public final Mono<Void> allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+    public final Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
         return defaults.allToAll(send, recv, count, type);
     }
 
     @Override
-    public final Mono<Void> send(DeviceBuffer send, long count, DataType type, int peer) {
+    public final Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
         return defaults.send(send, count, type, peer);
     }
 
     @Override
-    public final Mono<Void> recv(DeviceBuffer recv, long count, DataType type, int peer) {
+    public final Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
         return defaults.recv(recv, count, type, peer);
     }
 
@@ -510,60 +510,83 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                     .rank(rank).phase(phase).build();
         }
         checkBuffer(root, "registered");
-        int index;
         Registration existing = null;
+        int index = -1;
         synchronized (lock) {
-            index = registrations.size();
-            for (Registration r : registrations) {
-                if (r != null && !r.alias() && r.buffer() == root) {
+            for (int i = 0; i < registrations.size(); i++) {
+                Registration r = registrations.get(i);
+                if (r != null && r.buffer() == root) {
                     existing = r;
+                } else if (r == null && index < 0) {
+                    index = i;
                 }
             }
+            if (index < 0) {
+                index = registrations.size();
+            }
         }
-        if (index > CallDescriptor.MAX_REGISTRATIONS) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "more than " + CallDescriptor.MAX_REGISTRATIONS
-                    + " registrations").rank(rank).phase(phase).build();
+        if (existing != null) {
+            // registered already: one small exchange, in which every peer must name the same registration
+            byte[] message = registrationMessage(existing.index(), existing.index(), new byte[0]);
+            for (Map.Entry<Integer, byte[]> e : exchange(message, phase).entrySet()) {
+                RegisteredMemory known = peerMemory(e.getKey(), e.getValue(), existing.index(), phase);
+                if (known != existing.peers().get(e.getKey())) {
+                    throw outOfStep(e.getKey(), phase);
+                }
+            }
+            return;
+        }
+        if (index >= maxRegistrations()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this engine holds at most " + maxRegistrations()
+                    + " registrations at once (deregister some)").rank(rank).phase(phase).build();
         }
         RegisteredMemory mine;
-        byte[] message;
-        if (existing != null) {
-            mine = existing.memory();
-            message = registrationMessage(index, existing.index(), new byte[0]);
-        } else {
-            try {
-                mine = communicator.registerMemory(root, registrationTransports());
-            } catch (JmscclppException e) {
-                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this buffer cannot be registered for"
-                        + " collectives (" + e.detail() + "): " + root).rank(rank).phase(phase).cause(e).build();
-            }
-            message = registrationMessage(index, -1, mine.serialize());
+        try {
+            mine = communicator.registerMemory(root, registrationTransports());
+        } catch (JmscclppException e) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this buffer cannot be registered for"
+                    + " collectives (" + e.detail() + "): " + root).rank(rank).phase(phase).cause(e).build();
         }
+        byte[] message = registrationMessage(index, -1, mine.serialize());
         Map<Integer, RegisteredMemory> peers = new HashMap<>();
         try {
             Map<Integer, byte[]> received = exchange(message, phase);
             for (Map.Entry<Integer, byte[]> e : received.entrySet()) {
                 peers.put(e.getKey(), peerMemory(e.getKey(), e.getValue(), index, phase));
             }
+            onRegistered(new Registration(index, root, mine, Collections.unmodifiableMap(peers)));
         } catch (RuntimeException e) {
-            if (existing == null) {
-                closeQuietly(mine, e);
-            }
+            closeQuietly(mine, e);
             peers.values().forEach(m -> closeQuietly(m, e));
             throw e;
         }
-        Registration r = new Registration(index, root, mine, existing != null, Collections.unmodifiableMap(peers));
+        Registration r = new Registration(index, root, mine, Collections.unmodifiableMap(peers));
         synchronized (lock) {
-            registrations.add(r);
+            if (index == registrations.size()) {
+                registrations.add(r);
+            } else {
+                registrations.set(index, r);
+            }
         }
-        onRegistered(r);
     }
 
-    private static byte[] registrationMessage(int index, int aliasOf, byte[] memory) {
-        return ByteBuffer.allocate(8 + memory.length).order(ByteOrder.LITTLE_ENDIAN).putInt(index).putInt(aliasOf)
+    private JmscclppException outOfStep(int peer, String phase) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, "register calls are out of step: rank " + peer
+                + " registers another buffer than this rank's registered one").rank(rank).peer(peer).phase(phase)
+                .build();
+    }
+
+    /** How many registrations the engine holds at once: indexes run from 0 to this, exclusive. */
+    protected int maxRegistrations() {
+        return CallDescriptor.MAX_REGISTRATIONS + 1;
+    }
+
+    private static byte[] registrationMessage(int index, int knownAs, byte[] memory) {
+        return ByteBuffer.allocate(8 + memory.length).order(ByteOrder.LITTLE_ENDIAN).putInt(index).putInt(knownAs)
                 .put(memory).array();
     }
 
-    /** The memory a peer's registration message names: mapped here, or the one of an earlier index it aliases. */
+    /** The memory a peer's registration message names: mapped here, or (registering again) the one it already holds. */
     private RegisteredMemory peerMemory(int peer, byte[] message, int index, String phase) {
         ByteBuffer b = ByteBuffer.wrap(message).order(ByteOrder.LITTLE_ENDIAN);
         if (message.length < 8) {
@@ -571,19 +594,17 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                     + " bytes").rank(rank).peer(peer).phase(phase).build();
         }
         int theirIndex = b.getInt();
-        int aliasOf = b.getInt();
+        int knownAs = b.getInt();
         if (theirIndex != index) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "register calls are out of step: rank " + peer
                     + " makes registration #" + theirIndex + ", this rank #" + index).rank(rank).peer(peer)
                     .phase(phase).build();
         }
-        if (aliasOf >= 0) {
-            Registration earlier = registration(aliasOf);
+        if (knownAs >= 0) {
+            Registration earlier = registration(knownAs);
             RegisteredMemory m = earlier == null ? null : earlier.peers().get(peer);
             if (m == null) {
-                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "rank " + peer + " registers again its buffer"
-                        + " of registration #" + aliasOf + ", which this rank does not hold").rank(rank).peer(peer)
-                        .phase(phase).build();
+                throw outOfStep(peer, phase);
             }
             return m;
         }
@@ -650,7 +671,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         return out;
     }
 
-    /** Closes the memories of {@code done} (this rank's unless aliased, the peers' mapped here unless still used). */
+    /** Closes the memories of {@code done}: this rank's registrations and the peers' memories mapped here. */
     private void closeRegistrations(List<Registration> done) {
         List<RegisteredMemory> stillUsed = new ArrayList<>();
         synchronized (lock) {
@@ -663,9 +684,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
         List<RegisteredMemory> closing = new ArrayList<>();
         for (Registration r : done) {
-            if (!r.alias()) {
-                closing.add(r.memory());
-            }
+            closing.add(r.memory());
             closing.addAll(r.peers().values());
         }
         for (RegisteredMemory m : closing) {
@@ -734,45 +753,45 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
 
         @Override
-        public Mono<Void> allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+        public Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
             return one(CollectiveCall.allReduce(send, recv, count, type, op));
         }
 
         @Override
-        public Mono<Void> allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+        public Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
             return one(CollectiveCall.allGather(send, recv, sendCount, type));
         }
 
         @Override
-        public Mono<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+        public Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
                                         ReduceOp op) {
             return one(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
         }
 
         @Override
-        public Mono<Void> broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+        public Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                     int root) {
             return one(CollectiveCall.broadcast(send, recv, count, type, root));
         }
 
         @Override
-        public Mono<Void> reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
+        public Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
                                  int root) {
             return one(CollectiveCall.reduce(send, recv, count, type, op, root));
         }
 
         @Override
-        public Mono<Void> allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+        public Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
             return one(CollectiveCall.allToAll(send, recv, count, type));
         }
 
         @Override
-        public Mono<Void> send(DeviceBuffer send, long count, DataType type, int peer) {
+        public Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
             return one(CollectiveCall.send(send, count, type, peer));
         }
 
         @Override
-        public Mono<Void> recv(DeviceBuffer recv, long count, DataType type, int peer) {
+        public Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
             return one(CollectiveCall.recv(recv, count, type, peer));
         }
 
@@ -870,45 +889,45 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
 
         @Override
-        public CollectiveGroup allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+        public CollectiveGroup allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
             return add(CollectiveCall.allReduce(send, recv, count, type, op));
         }
 
         @Override
-        public CollectiveGroup allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+        public CollectiveGroup allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
             return add(CollectiveCall.allGather(send, recv, sendCount, type));
         }
 
         @Override
-        public CollectiveGroup reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+        public CollectiveGroup reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
                                              ReduceOp op) {
             return add(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
         }
 
         @Override
-        public CollectiveGroup broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+        public CollectiveGroup broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                          int root) {
             return add(CollectiveCall.broadcast(send, recv, count, type, root));
         }
 
         @Override
-        public CollectiveGroup reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+        public CollectiveGroup reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                       ReduceOp op, int root) {
             return add(CollectiveCall.reduce(send, recv, count, type, op, root));
         }
 
         @Override
-        public CollectiveGroup allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type) {
+        public CollectiveGroup allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
             return add(CollectiveCall.allToAll(send, recv, count, type));
         }
 
         @Override
-        public CollectiveGroup send(DeviceBuffer send, long count, DataType type, int peer) {
+        public CollectiveGroup send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
             return add(CollectiveCall.send(send, count, type, peer));
         }
 
         @Override
-        public CollectiveGroup recv(DeviceBuffer recv, long count, DataType type, int peer) {
+        public CollectiveGroup recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
             return add(CollectiveCall.recv(recv, count, type, peer));
         }
     }

@@ -30,38 +30,38 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         Objects.requireNonNull(type, "type");
     }
 
-    public static CollectiveCall allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op) {
+    public static CollectiveCall allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
         return new CollectiveCall(CollectiveKind.ALL_REDUCE, send, recv, count, type, op, -1, -1);
     }
 
-    public static CollectiveCall allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type) {
+    public static CollectiveCall allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
         return new CollectiveCall(CollectiveKind.ALL_GATHER, send, recv, sendCount, type, null, -1, -1);
     }
 
-    public static CollectiveCall reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type,
+    public static CollectiveCall reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
                                                ReduceOp op) {
         return new CollectiveCall(CollectiveKind.REDUCE_SCATTER, send, recv, recvCount, type, op, -1, -1);
     }
 
-    public static CollectiveCall broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type,
+    public static CollectiveCall broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                            int root) {
         return new CollectiveCall(CollectiveKind.BROADCAST, send, recv, count, type, null, root, -1);
     }
 
-    public static CollectiveCall reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+    public static CollectiveCall reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
                                         ReduceOp op, int root) {
         return new CollectiveCall(CollectiveKind.REDUCE, send, recv, count, type, op, root, -1);
     }
 
-    public static CollectiveCall allToAll(DeviceBuffer send, DeviceBuffer recv, long countPerPeer, DataType type) {
+    public static CollectiveCall allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long countPerPeer, DataType type) {
         return new CollectiveCall(CollectiveKind.ALL_TO_ALL, send, recv, countPerPeer, type, null, -1, -1);
     }
 
-    public static CollectiveCall send(DeviceBuffer send, long count, DataType type, int peer) {
+    public static CollectiveCall send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
         return new CollectiveCall(CollectiveKind.SEND, send, null, count, type, null, -1, peer);
     }
 
-    public static CollectiveCall recv(DeviceBuffer recv, long count, DataType type, int peer) {
+    public static CollectiveCall recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
         return new CollectiveCall(CollectiveKind.RECV, null, recv, count, type, null, -1, peer);
     }
 

@@ -30,7 +30,10 @@ import reactor.core.publisher.Mono;
  * pointer from PyTorch, DJL, JCuda or JavaCPP). {@link #register} a buffer once (on every rank) and
  * calls on it are zero-copy: peers read and write it directly; calls on unregistered buffers are
  * staged through the communicator's own shared memory ({@link CollectiveOptions#scratchBytes()}).
- * Within a call, every rank must use registered buffers or every rank unregistered ones.
+ * Within a call, every rank must use registered buffers or every rank unregistered ones; an
+ * in-place allToAll is always staged (a rank overwrites what its peers read). A buffer may be null
+ * where the call moves nothing through it: a count of 0, a broadcast's send on a non-root, a
+ * reduce's receive on a non-root.
  *
  * <h2>Errors</h2>
  * Bad arguments are {@link org.jmscclpp.core.ErrorCode#INVALID_USAGE} before anything moves: a
@@ -98,28 +101,28 @@ public interface CollectiveComm extends AutoCloseable {
     boolean isRegistered(DeviceBuffer buffer);
 
     /** {@code recv[i] = op(send_0[i], ..., send_{n-1}[i])} for {@code count} elements on every rank. */
-    Mono<Void> allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op);
+    Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op);
 
     /** Slot r of every rank's {@code recv} (n × {@code sendCount} elements) is rank r's {@code send}. */
-    Mono<Void> allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type);
+    Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type);
 
     /** Rank r's {@code recv} ({@code recvCount} elements) is the reduction of slot r of every rank's {@code send}. */
-    Mono<Void> reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
+    Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
 
     /** Every rank's {@code recv} gets {@code root}'s {@code send} ({@code send} is ignored elsewhere and may be null). */
-    Mono<Void> broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type, int root);
+    Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, int root);
 
     /** {@code root}'s {@code recv} gets the reduction of every rank's {@code send} ({@code recv} is ignored elsewhere and may be null). */
-    Mono<Void> reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op, int root);
+    Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op, int root);
 
     /** Slot p of {@code send} ({@code count} elements) goes to slot r (this rank) of peer p's {@code recv}; in place when send = recv. */
-    Mono<Void> allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type);
+    Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type);
 
     /** Sends {@code count} elements to {@code peer}, whose matching {@link #recv} receives them. */
-    Mono<Void> send(DeviceBuffer send, long count, DataType type, int peer);
+    Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer);
 
     /** Receives {@code count} elements from {@code peer}'s matching {@link #send}. */
-    Mono<Void> recv(DeviceBuffer recv, long count, DataType type, int peer);
+    Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer);
 
     /** Issues one call, as the method of its kind would. */
     Mono<Void> execute(CollectiveCall call);

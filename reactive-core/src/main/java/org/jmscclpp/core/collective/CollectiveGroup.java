@@ -10,22 +10,22 @@ import org.jspecify.annotations.Nullable;
  */
 public interface CollectiveGroup {
 
-    CollectiveGroup allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op);
+    CollectiveGroup allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op);
 
-    CollectiveGroup allGather(DeviceBuffer send, DeviceBuffer recv, long sendCount, DataType type);
+    CollectiveGroup allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type);
 
-    CollectiveGroup reduceScatter(DeviceBuffer send, DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
+    CollectiveGroup reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
 
-    CollectiveGroup broadcast(@Nullable DeviceBuffer send, DeviceBuffer recv, long count, DataType type, int root);
+    CollectiveGroup broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, int root);
 
-    CollectiveGroup reduce(DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
+    CollectiveGroup reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
                            int root);
 
-    CollectiveGroup allToAll(DeviceBuffer send, DeviceBuffer recv, long count, DataType type);
+    CollectiveGroup allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type);
 
-    CollectiveGroup send(DeviceBuffer send, long count, DataType type, int peer);
+    CollectiveGroup send(@Nullable DeviceBuffer send, long count, DataType type, int peer);
 
-    CollectiveGroup recv(DeviceBuffer recv, long count, DataType type, int peer);
+    CollectiveGroup recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer);
 
     /** Records {@code call}. */
     CollectiveGroup add(CollectiveCall call);

@@ -667,12 +667,14 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         }
     }
 
+    /** The send buffer's memory; an empty segment where the call has none (it then reads nothing). */
     private static MemorySegment sendSegment(CollectiveCall call) {
-        return Objects.requireNonNull(call.send(), "send").hostSegment();
+        return call.send() == null ? MemorySegment.NULL : call.send().hostSegment();
     }
 
+    /** The receive buffer's memory; an empty segment where the call has none (it then writes nothing). */
     private static MemorySegment recvSegment(CollectiveCall call) {
-        return Objects.requireNonNull(call.recv(), "recv").hostSegment();
+        return call.recv() == null ? MemorySegment.NULL : call.recv().hostSegment();
     }
 
     // ---------------------------------------------------------------------------------------------

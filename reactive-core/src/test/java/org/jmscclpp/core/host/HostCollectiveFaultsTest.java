@@ -94,6 +94,12 @@ class HostCollectiveFaultsTest {
             bufs.get(1).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, 4);
             job.all(r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM));
             assertEquals(7, bufs.get(1).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+            // calls that move nothing take no buffers, as NCCL's take any pointer with a count of 0
+            job.all(r -> job.comms.get(r).allReduce(null, null, 0, DataType.INT32, ReduceOp.SUM));
+            job.all(r -> job.comms.get(r).group(g -> g.send(null, 0, DataType.INT8, 1 - r)
+                    .recv(null, 0, DataType.INT8, 1 - r).reduce(bufs.get(r), r == 0 ? bufs.get(r) : null, 1, DataType.INT32,
+                    ReduceOp.MAX, 0)));
+            assertEquals(7, bufs.get(0).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
         }
     }
 
