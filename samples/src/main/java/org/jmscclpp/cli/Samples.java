@@ -18,6 +18,7 @@ import org.jmscclpp.samples.OverlapSample;
 import org.jmscclpp.samples.PortChannelDemo;
 import org.jmscclpp.samples.Sample;
 import org.jmscclpp.samples.ShuffleSample;
+import org.jmscclpp.samples.TrainStepSample;
 
 /** The one place where sample names are bound to implementations. */
 final class Samples {
@@ -42,6 +43,7 @@ final class Samples {
                 + "flushes, flush completions drive a barrier, check", false, new PortChannelDemo()));
         add(new Entry(OverlapSample.NAME, OverlapSample.SYNOPSIS, false, new OverlapSample()));
         add(new Entry(ShuffleSample.NAME, ShuffleSample.SYNOPSIS, false, new ShuffleSample()));
+        add(new Entry(TrainStepSample.NAME, TrainStepSample.SYNOPSIS, false, new TrainStepSample()));
         add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
                 + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
                 true, ExitCodeSample.exitCode()));
