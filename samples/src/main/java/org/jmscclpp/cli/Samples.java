@@ -17,6 +17,8 @@ import org.jmscclpp.samples.MeshDemo;
 import org.jmscclpp.samples.OverlapSample;
 import org.jmscclpp.samples.PortChannelDemo;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.ShuffleSample;
+import org.jmscclpp.samples.TrainStepSample;
 
 /** The one place where sample names are bound to implementations. */
 final class Samples {
@@ -40,6 +42,8 @@ final class Samples {
         add(new Entry(PortChannelDemo.NAME, "the README's proxy example: port channels, a Java kernel puts and "
                 + "flushes, flush completions drive a barrier, check", false, new PortChannelDemo()));
         add(new Entry(OverlapSample.NAME, OverlapSample.SYNOPSIS, false, new OverlapSample()));
+        add(new Entry(ShuffleSample.NAME, ShuffleSample.SYNOPSIS, false, new ShuffleSample()));
+        add(new Entry(TrainStepSample.NAME, TrainStepSample.SYNOPSIS, false, new TrainStepSample()));
         add(new Entry(ExitCodeSample.EXIT_CODE, "CODES [TEXT]: exit with CODES[rank] (comma list, last repeats;"
                 + " 'wait' waits " + ExitCodeSample.WAIT_LIMIT.toSeconds() + " s to be killed)",
                 true, ExitCodeSample.exitCode()));

@@ -1,0 +1,107 @@
+package org.jmscclpp.samples;
+
+import java.util.List;
+import java.util.Locale;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+
+/**
+ * Reading a sample's {@code --option value} pairs: each reader returns the value or throws the
+ * sample's usage error ({@link ErrorCode#INVALID_USAGE} naming the sample and the option), which
+ * the command line prints and turns into exit code {@value ExitCodes#USAGE}.
+ */
+final class SampleArgs {
+
+    private final String sample;
+    private final List<String> args;
+
+    SampleArgs(String sample, List<String> args) {
+        this.sample = sample;
+        this.args = List.copyOf(args);
+    }
+
+    /** The arguments' count; options are at even indexes. */
+    int size() {
+        return args.size();
+    }
+
+    /** The option at {@code i}. */
+    String option(int i) {
+        return args.get(i);
+    }
+
+    /** The value of the option at {@code i}; a usage error when it is the last argument. */
+    String value(int i) {
+        if (i + 1 >= args.size()) {
+            throw usage(args.get(i) + " needs a value");
+        }
+        return args.get(i + 1);
+    }
+
+    /**
+     * The value of the option at {@code i} as a count from {@code least} to {@code most}: digits
+     * with an optional suffix K, M or G (powers of 1024: {@code 1M} is 1048576).
+     */
+    long count(int i, long least, long most) {
+        String opt = args.get(i);
+        String v = value(i);
+        String digits = v.strip().toUpperCase(Locale.ROOT);
+        int shift = 0;
+        if (!digits.isEmpty()) {
+            switch (digits.charAt(digits.length() - 1)) {
+                case 'K' -> shift = 10;
+                case 'M' -> shift = 20;
+                case 'G' -> shift = 30;
+                default -> shift = 0;
+            }
+        }
+        if (shift != 0) {
+            digits = digits.substring(0, digits.length() - 1);
+        }
+        try {
+            long x = Long.parseLong(digits);
+            if (x >= 0 && x <= Long.MAX_VALUE >> shift && x << shift >= least && x << shift <= most) {
+                return x << shift;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw usage(opt + " needs a count from " + least + " to " + most + " (K, M, G: powers of 1024), got '" + v
+                + "'");
+    }
+
+    /** The value of the option at {@code i} as an int from {@code least} to {@code most}. */
+    int integer(int i, int least, int most) {
+        return Math.toIntExact(count(i, least, most));
+    }
+
+    /** The value of the option at {@code i} as any 64-bit integer (decimal, or hexadecimal after {@code 0x}). */
+    long word(int i) {
+        String v = value(i).strip();
+        try {
+            return v.startsWith("0x") || v.startsWith("0X") ? Long.parseUnsignedLong(v.substring(2), 16)
+                    : Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw usage(args.get(i) + " needs a 64-bit integer, got '" + v + "'");
+        }
+    }
+
+    /** The value of the option at {@code i}, which must be one of {@code choices}. */
+    String choice(int i, List<String> choices) {
+        String v = value(i);
+        if (!choices.contains(v)) {
+            throw usage(args.get(i) + " is one of " + String.join(", ", choices) + ", got '" + v + "'");
+        }
+        return v;
+    }
+
+    /** The sample's usage error: {@link ErrorCode#INVALID_USAGE}, naming the sample. */
+    JmscclppException usage(String detail) {
+        return usage(sample, detail);
+    }
+
+    static JmscclppException usage(String sample, String detail) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, sample + ": " + detail).phase("sample arguments")
+                .build();
+    }
+}
