@@ -1,22 +1,29 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
-import org.jmscclpp.bench.BenchArgs;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.samples.ByteSizes;
+import org.jmscclpp.samples.CollectiveRun;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The options of {@code jmscclpp bench coll}, in nccl-tests' letters where nccl-tests has one,
- * read the same way by the command and by its ranks ({@link CollBenchRankSample}): a bad option is
- * an {@link IllegalArgumentException} naming it.
+ * The options of {@code jmscclpp bench coll}, in nccl-tests' letters where nccl-tests has one
+ * (but {@code -o}, which picks the collective here; the reduction is {@code --redop}), read the same
+ * way by the command and by its ranks ({@link CollBenchRankSample}): a bad option is an
+ * {@link IllegalArgumentException} naming it.
  *
  * @param ranks     processes ({@code --ranks}, default 2)
- * @param kind      {@code --op}
- * @param type      {@code -d}
+ * @param kind      {@code --op} (or {@code -o}): the collective; {@link CollectiveKind#SEND} is sendrecv
+ * @param type      {@code -d}: any of NCCL's types, by nccl-tests' names
+ * @param op        {@code --redop}: the reduction of allreduce, reducescatter and reduce (default sum)
+ * @param root      {@code --root} (or {@code -r}): the root of broadcast and reduce (default 0)
  * @param backend   {@code --backend host|cuda}
- * @param algorithm {@code --algo}, null for the registered default
+ * @param algorithm {@code --algo}, null for the engine's tuning table
  * @param minBytes  {@code -b}
  * @param maxBytes  {@code -e}
  * @param factor    {@code -f}: each size is the previous times this
@@ -25,16 +32,26 @@ import org.jspecify.annotations.Nullable;
  * @param check     {@code -c}: checked iterations per size and placement
  * @param graph     {@code --graph G}: 0 enqueues one by one; G replays a CUDA graph of the iters enqueues G times
  * @param nccl      {@code --baseline nccl}
+ * @param staged    {@code --staged on|off}: also time every size on unregistered buffers, which the
+ *                  engine stages through its scratch (default: on for the host backend, off for cuda)
+ * @param overhead  {@code --overhead N}: calls of each form timed for the Mono form's overhead at
+ *                  1 KiB (default 1000; 0 skips it)
  * @param plot      {@code --plot FILE.png}, or null
  * @param json      {@code --json FILE}, or null
  */
-public record CollOptions(int ranks, CollectiveKind kind, DataType type, String backend, @Nullable String algorithm,
-                   long minBytes, long maxBytes, int factor, int iters, int warmup, int check, int graph,
-                   boolean nccl, @Nullable Path plot, @Nullable Path json) {
+public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceOp op, int root, String backend,
+                          @Nullable String algorithm, long minBytes, long maxBytes, int factor, int iters, int warmup,
+                          int check, int graph, boolean nccl, boolean staged, int overhead, @Nullable Path plot,
+                          @Nullable Path json) {
 
-    public static final String SYNOPSIS = "jmscclpp bench coll [--ranks 2] [--op allreduce|allgather|alltoall|sendrecv]"
-            + " [-d float|half|bfloat16|int32] [--backend host|cuda] [--algo NAME] [-b 8] [-e 32M] [-f 2] [-n 20]"
-            + " [-w 5] [-c 1] [--graph G] [--baseline nccl] [--plot FILE.png] [--json FILE]";
+    public static final String SYNOPSIS = "jmscclpp bench coll [--ranks 2] [--op allreduce|allgather|reducescatter|"
+            + "broadcast|reduce|alltoall|sendrecv] [-d float|half|bfloat16|double|f8e4m3|f8e5m2|int8|uint8|int32|uint32|"
+            + "int64|uint64] [--redop sum|prod|max|min|avg] [--root 0] [--backend host|cuda] [--algo NAME] [-b 8]"
+            + " [-e 32M] [-f 2] [-n 20] [-w 5] [-c 1] [--graph G] [--baseline nccl] [--staged on|off]"
+            + " [--overhead 1000] [--plot FILE.png] [--json FILE]";
+
+    /** The size of the Mono-overhead measurement, S in bytes. */
+    public static final long OVERHEAD_BYTES = 1024;
 
     /** The sizes of the sweep: {@code minBytes}, times {@code factor}, up to {@code maxBytes}. */
     List<Long> sizes() {
@@ -50,13 +67,26 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, String 
 
     /** The plan every rank runs. */
     CollectiveRunner.Plan plan() {
-        return new CollectiveRunner.Plan(sizes(), type, warmup, iters, check);
+        return new CollectiveRunner.Plan(sizes(), warmup, iters, check);
+    }
+
+    /** The run of the sweep whose S is {@code sizeBytes} on the job's ranks, out of place. */
+    CollectiveRun run(long sizeBytes) {
+        return new CollectiveRun(kind, type, kind.reduces() ? op : null, kind.rooted() ? root : -1, ranks,
+                CollectiveRun.countFor(kind, type, ranks, sizeBytes), false);
+    }
+
+    /** The reduction of the kind, or null where it has none. */
+    @Nullable ReduceOp reduction() {
+        return kind.reduces() ? op : null;
     }
 
     static CollOptions parse(List<String> args) {
         int ranks = 2;
-        CollectiveKind kind = CollectiveKind.ALLREDUCE;
+        CollectiveKind kind = CollectiveKind.ALL_REDUCE;
         DataType type = DataType.FLOAT32;
+        ReduceOp op = ReduceOp.SUM;
+        int root = 0;
         String backend = "host";
         String algorithm = null;
         long minBytes = 8;
@@ -67,6 +97,8 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, String 
         int check = 1;
         int graph = 0;
         boolean nccl = false;
+        Boolean staged = null;
+        int overhead = 1000;
         Path plot = null;
         Path json = null;
         for (int i = 0; i < args.size(); i += 2) {
@@ -78,11 +110,18 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, String 
                 case "-d", "--datatype" -> {
                     try {
                         type = DataType.parse(v);
-                    } catch (RuntimeException e) {
-                        throw new IllegalArgumentException(opt + ": unknown data type '" + v
-                                + "' (one of float, half, bfloat16, int32)");
+                    } catch (JmscclppException e) {
+                        throw new IllegalArgumentException(opt + ": " + e.detail());
                     }
                 }
+                case "--redop" -> {
+                    try {
+                        op = ReduceOp.parse(v);
+                    } catch (JmscclppException e) {
+                        throw new IllegalArgumentException(opt + ": " + e.detail());
+                    }
+                }
+                case "--root", "-r" -> root = BenchArgs.count(opt, v, 0, 63);
                 case "--backend" -> {
                     if (!v.equals("host") && !v.equals("cuda")) {
                         throw new IllegalArgumentException("--backend is host or cuda, got '" + v + "'");
@@ -103,6 +142,12 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, String 
                     }
                     nccl = true;
                 }
+                case "--staged" -> staged = switch (v) {
+                    case "on" -> true;
+                    case "off" -> false;
+                    default -> throw new IllegalArgumentException("--staged is on or off, got '" + v + "'");
+                };
+                case "--overhead" -> overhead = BenchArgs.count(opt, v, 0, 10_000_000);
                 case "--plot" -> plot = Path.of(v);
                 case "--json", "-J" -> json = Path.of(v);
                 default -> throw new IllegalArgumentException("unknown option " + opt);
@@ -112,37 +157,39 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, String 
             throw new IllegalArgumentException("-b must be at least 1 and at most -e, got -b " + minBytes + " -e "
                     + maxBytes);
         }
+        if (kind.rooted() && root >= ranks) {
+            throw new IllegalArgumentException("--root " + root + " is not a rank of " + ranks);
+        }
         if (nccl && !backend.equals("cuda")) {
             throw new IllegalArgumentException("--baseline nccl needs --backend cuda");
         }
         if (graph > 0 && !backend.equals("cuda")) {
             throw new IllegalArgumentException("--graph needs --backend cuda (CUDA graphs)");
         }
-        return new CollOptions(ranks, kind, type, backend, algorithm, minBytes, maxBytes, factor, iters, warmup,
-                check, graph, nccl, plot, json);
+        return new CollOptions(ranks, kind, type, op, root, backend, algorithm, minBytes, maxBytes, factor, iters,
+                warmup, check, graph, nccl, staged != null ? staged : backend.equals("host"), overhead, plot, json);
     }
 
-    /** The kind named {@code v}: ours ({@code allreduce}) or nccl-tests' ({@code all_reduce}, {@code all_reduce_perf}). */
+    /** The kind named {@code v}: ours ({@code allreduce}, {@code sendrecv}) or nccl-tests' ({@code all_reduce}, {@code all_reduce_perf}). */
     static CollectiveKind kind(String v) {
-        String name = v.toLowerCase(Locale.ROOT);
-        if (name.endsWith("_perf")) {
-            name = name.substring(0, name.length() - "_perf".length());
+        try {
+            return CollectiveRun.parseKind(v);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--op: " + e.getMessage());
         }
-        for (CollectiveKind k : CollectiveKind.values()) {
-            if (name.equals(k.label()) || name.equals(k.name().toLowerCase(Locale.ROOT))) {
-                return k;
-            }
-        }
-        throw new IllegalArgumentException("--op is one of allreduce, allgather, alltoall, sendrecv (or nccl-tests'"
-                + " all_reduce, all_gather, alltoall, sendrecv), got '" + v + "'");
     }
 
-    /** The arguments that make a rank run these options with the algorithm {@code algorithm}. */
-    List<String> rankArgs(String algorithm) {
-        List<String> a = new ArrayList<>(List.of("--op", kind.name().toLowerCase(Locale.ROOT), "-d", type.label(),
-                "--backend", backend, "--algo", algorithm, "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes),
-                "-f", Integer.toString(factor), "-n", Integer.toString(iters), "-w", Integer.toString(warmup),
-                "-c", Integer.toString(check), "--graph", Integer.toString(graph), "--ranks", Integer.toString(ranks)));
+    /** The arguments that make a rank run these options. */
+    List<String> rankArgs() {
+        List<String> a = new ArrayList<>(List.of("--op", CollectiveRun.sampleName(kind), "-d", type.label(),
+                "--redop", op.label(), "--root", Integer.toString(root), "--backend", backend,
+                "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor),
+                "-n", Integer.toString(iters), "-w", Integer.toString(warmup), "-c", Integer.toString(check),
+                "--graph", Integer.toString(graph), "--ranks", Integer.toString(ranks), "--staged", staged ? "on" : "off",
+                "--overhead", Integer.toString(overhead)));
+        if (algorithm != null) {
+            a.addAll(List.of("--algo", algorithm));
+        }
         if (nccl) {
             a.addAll(List.of("--baseline", "nccl"));
         }
