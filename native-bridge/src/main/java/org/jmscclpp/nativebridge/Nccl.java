@@ -237,6 +237,15 @@ final class Nccl {
     static native int ncclAllGather(long sendBuffer, long recvBuffer, long sendCount, int dataType, long comm,
                                     long stream);
 
+    static native int ncclReduceScatter(long sendBuffer, long recvBuffer, long recvCount, int dataType, int op,
+                                        long comm, long stream);
+
+    static native int ncclBroadcast(long sendBuffer, long recvBuffer, long count, int dataType, int root, long comm,
+                                    long stream);
+
+    static native int ncclReduce(long sendBuffer, long recvBuffer, long count, int dataType, int op, int root,
+                                 long comm, long stream);
+
     static native int ncclSend(long sendBuffer, long count, int dataType, int peer, long comm, long stream);
 
     static native int ncclRecv(long recvBuffer, long count, int dataType, int peer, long comm, long stream);

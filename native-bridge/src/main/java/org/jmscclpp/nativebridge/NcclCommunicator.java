@@ -210,6 +210,42 @@ public final class NcclCommunicator implements AutoCloseable {
     }
 
     /**
+     * Enqueues {@code ncclReduceScatter}: rank r's {@code recvCount} elements at {@code recvPtr} are
+     * the reduction with {@code redOp} of block r ({@code recvCount} elements at
+     * {@code sendPtr + r * recvCount} elements) of every rank's send buffer; in place when
+     * {@code recvPtr} is block r of {@code sendPtr}.
+     */
+    public void reduceScatter(long sendPtr, long recvPtr, long recvCount, int dataType, int redOp, CudaStream stream) {
+        checkCount(recvCount, "reduceScatter");
+        enqueue("reduceScatter", stream, () -> Nccl.ncclReduceScatter(sendPtr, recvPtr, recvCount, dataType, redOp,
+                comm, stream.handle()));
+    }
+
+    /**
+     * Enqueues {@code ncclBroadcast}: {@code count} elements of {@code root}'s {@code sendPtr} land
+     * at {@code recvPtr} on every rank ({@code sendPtr} is read on the root only); in place when the
+     * pointers are equal.
+     */
+    public void broadcast(long sendPtr, long recvPtr, long count, int dataType, int root, CudaStream stream) {
+        checkCount(count, "broadcast");
+        checkRank(root, "broadcast");
+        enqueue("broadcast", stream, () -> Nccl.ncclBroadcast(sendPtr, recvPtr, count, dataType, root, comm,
+                stream.handle()));
+    }
+
+    /**
+     * Enqueues {@code ncclReduce}: the reduction with {@code redOp} of every rank's {@code count}
+     * elements at {@code sendPtr} lands at {@code root}'s {@code recvPtr} ({@code recvPtr} is written
+     * on the root only); in place when the pointers are equal.
+     */
+    public void reduce(long sendPtr, long recvPtr, long count, int dataType, int redOp, int root, CudaStream stream) {
+        checkCount(count, "reduce");
+        checkRank(root, "reduce");
+        enqueue("reduce", stream, () -> Nccl.ncclReduce(sendPtr, recvPtr, count, dataType, redOp, root, comm,
+                stream.handle()));
+    }
+
+    /**
      * Enqueues an all-to-all as nccl-tests does: one group of {@code ncclSend} of block {@code p}
      * of {@code sendPtr} to rank {@code p} and {@code ncclRecv} of rank {@code p}'s block into block
      * {@code p} of {@code recvPtr}, for every rank {@code p} (this one included); a block is
@@ -415,6 +451,12 @@ public final class NcclCommunicator implements AutoCloseable {
             case 4, 5, 8 -> 8;           // int64, uint64, float64
             default -> throw invalid("dataType", rank, dataType + " is not an ncclDataType_t");
         };
+    }
+
+    private void checkRank(int root, String op) {
+        if (root < 0 || root >= nRanks) {
+            throw invalid(op, rank, "root " + root + " is not in [0, " + nRanks + ")");
+        }
     }
 
     private void checkCount(long count, String op) {

@@ -40,6 +40,14 @@ public final class DeviceCodeChecks {
         return result.output();
     }
 
+    /**
+     * Writes the device headers ({@code jmscclpp/*.cuh}) under {@code includeRoot} for an
+     * {@code -I} of nvcc, as {@link #assertNvccCompiles} does; returns {@code includeRoot}.
+     */
+    public static Path copyDeviceHeaders(Path includeRoot) {
+        return DeviceHeaders.copyTo(includeRoot);
+    }
+
     /** Aborts the calling test, with the reason, where NVRTC cannot be loaded. */
     public static void requireNvrtc() {
         Nvrtc.unavailableReason().ifPresent(reason -> Assumptions.abort("NVRTC is not available: " + reason));

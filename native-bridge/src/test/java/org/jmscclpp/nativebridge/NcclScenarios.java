@@ -13,7 +13,8 @@ import org.jmscclpp.core.JmscclppException;
 /**
  * The NCCL scenarios of the GPU tests, one rank per process ({@link GpuJob}): the unique id made
  * by rank 0 travels to the others over the job's TCP bootstrap; float32 all-reduce, all-gather,
- * all-to-all and send/receive are checked element by element on the host; an all-reduce captured
+ * all-to-all, send/receive, reduce-scatter, broadcast and reduce (max) are checked element by
+ * element on the host; an all-reduce captured
  * in a {@link CudaGraph} is replayed and timed; and an init that one rank never joins ends with
  * {@link ErrorCode#TIMEOUT} within its deadline.
  */
@@ -21,6 +22,7 @@ final class NcclScenarios {
 
     static final int FLOAT32 = 7;
     static final int SUM = 0;
+    static final int MAX = 2;
     static final Duration NCCL_TIMEOUT = Duration.ofSeconds(60);
     static final Duration JOIN_TIMEOUT = Duration.ofSeconds(5);
 
@@ -74,9 +76,27 @@ final class NcclScenarios {
                     nccl.sendRecv(send, next, recv, previous, pairCount, FLOAT32, stream));
             check("sendRecv", received, i -> value(previous, i));
 
+            // reduce-scatter: rank q gets the sum of block q of every rank's buffer
+            int perRank = (1 << 18) + 7;
+            float[] scattered = run(r, stream, perRank * n, perRank, i -> value(me, i), (send, recv) ->
+                    nccl.reduceScatter(send, recv, perRank, FLOAT32, SUM, stream));
+            check("reduceScatter", scattered, i -> sumOverRanks(n, me * perRank + i));
+
+            // broadcast from the last rank, reduce (max) onto the last rank: values grow with the rank
+            int root = n - 1;
+            int rootedCount = (1 << 20) + 1;
+            float[] broadcast = run(r, stream, rootedCount, rootedCount, i -> value(me, i), (send, recv) ->
+                    nccl.broadcast(send, recv, rootedCount, FLOAT32, root, stream));
+            check("broadcast", broadcast, i -> value(root, i));
+            float[] maximum = run(r, stream, rootedCount, rootedCount, i -> value(me, i), (send, recv) ->
+                    nccl.reduce(send, recv, rootedCount, FLOAT32, MAX, root, stream));
+            if (me == root) {
+                check("reduce", maximum, i -> value(root, i));
+            }
+
             graphedAllReduce(r, nccl, stream);
-            GpuRankMain.say("OK nccl-collectives rank " + me + ": allReduce, allGather, allToAll, sendRecv of"
-                    + " float32 on " + n + " ranks, every element checked");
+            GpuRankMain.say("OK nccl-collectives rank " + me + ": allReduce, allGather, allToAll, sendRecv,"
+                    + " reduceScatter, broadcast, reduce of float32 on " + n + " ranks, every element checked");
         }
     }
 

@@ -7,6 +7,7 @@ import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.SampleArgs;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -55,8 +56,7 @@ public final class BenchArgs {
 
     /** The error of a rank sample's bad arguments: {@link ErrorCode#INVALID_USAGE}, naming the sample. */
     public static JmscclppException usage(String sample, String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, sample + ": " + detail).phase("sample arguments")
-                .build();
+        return SampleArgs.usage(sample, detail);
     }
 
     /**
@@ -73,29 +73,12 @@ public final class BenchArgs {
 
     /** {@code v} as an integer of at least {@code least}; otherwise an {@link IllegalArgumentException}. */
     public static int count(String opt, String v, int least) {
-        try {
-            int x = Integer.parseInt(v);
-            if (x >= least) {
-                return x;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(opt + " needs an integer of at least " + least + ", got '" + v + "'");
+        return SampleArgs.count(opt, v, least);
     }
 
     /** {@code v} as an integer from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException}. */
     public static int count(String opt, String v, int least, int most) {
-        try {
-            int x = Integer.parseInt(v);
-            if (x >= least && x <= most) {
-                return x;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(opt + " needs an integer from " + least + " to " + most + ", got '" + v
-                + "'");
+        return SampleArgs.count(opt, v, least, most);
     }
 
     /**

@@ -15,6 +15,7 @@ import org.jmscclpp.core.UniqueId;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
+import org.jmscclpp.samples.MarkdownTable;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 

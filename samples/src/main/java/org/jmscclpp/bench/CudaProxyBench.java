@@ -16,6 +16,7 @@ import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.HotBindingsProbe;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
+import org.jmscclpp.samples.MarkdownTable;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -13,6 +13,7 @@ import java.util.regex.Pattern;
 import org.jmscclpp.core.ProxyService.Poller;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
+import org.jmscclpp.samples.MarkdownTable;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -10,6 +10,7 @@ import java.util.regex.Pattern;
 import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
+import org.jmscclpp.samples.MarkdownTable;
 import org.jspecify.annotations.Nullable;
 
 /**

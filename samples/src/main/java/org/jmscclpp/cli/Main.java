@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
 import org.jmscclpp.bench.BootstrapBench;
+import org.jmscclpp.bench.CollBench;
+import org.jmscclpp.bench.CollOptions;
 import org.jmscclpp.bench.CudaProxyBench;
 import org.jmscclpp.bench.EthernetBench;
 import org.jmscclpp.bench.ProxyBench;
@@ -12,8 +14,6 @@ import org.jmscclpp.bench.WriteBench;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.samples.CollBench;
-import org.jmscclpp.samples.CollOptions;
 import org.jmscclpp.samples.ExitCodes;
 
 /**
@@ -33,13 +33,6 @@ import org.jmscclpp.samples.ExitCodes;
  * Exit codes: 0 success, 1 failure, 2 usage error.
  */
 public final class Main {
-
-    /** {@link ExitCodes#OK}, under the name the collective samples still use. */
-    public static final int OK = ExitCodes.OK;
-    /** {@link ExitCodes#FAILURE}, under the name the collective samples still use. */
-    public static final int FAILURE = ExitCodes.FAILURE;
-    /** {@link ExitCodes#USAGE}, under the name the collective samples still use. */
-    public static final int USAGE = ExitCodes.USAGE;
 
     private Main() {
     }
@@ -173,7 +166,9 @@ public final class Main {
         sb.append("      LL8/LL16 packets beside MSCCL++ C++ 0.10's figures, and the hot driver bindings' cost per call\n");
         sb.append("  jmscclpp ").append(CollOptions.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      a collective's sweep over sizes in nccl-tests' style (time, algbw, busbw, #wrong per size,\n");
-        sb.append("      out-of-place and in-place); --baseline nccl adds NCCL's time and the ratio (cuda backend)\n");
+        sb.append("      out-of-place and in-place) on the library's CollectiveComm, any type and reduction;\n");
+        sb.append("      --baseline nccl adds NCCL's time and the ratio (cuda backend), --staged on the time on\n");
+        sb.append("      unregistered buffers; prints the Mono form's call overhead at 1 KiB\n");
         sb.append("  jmscclpp ").append(CollBench.PLOT_SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      draws busbw and time against size from a sweep's --json (where a JDK with java.desktop is)\n");
         sb.append("  jmscclpp help\n\n");

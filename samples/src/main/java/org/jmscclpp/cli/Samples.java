@@ -1,17 +1,16 @@
 package org.jmscclpp.cli;
 
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.jmscclpp.bench.BenchRankSample;
+import org.jmscclpp.bench.CollBenchRankSample;
 import org.jmscclpp.bench.CudaProxyBenchRankSample;
 import org.jmscclpp.bench.EthernetBenchRankSample;
 import org.jmscclpp.bench.ProxyBenchRankSample;
 import org.jmscclpp.bench.WriteBenchRankSample;
+import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.samples.BootstrapDemo;
-import org.jmscclpp.samples.CollBenchRankSample;
-import org.jmscclpp.samples.CollectiveKind;
 import org.jmscclpp.samples.CollectiveSample;
 import org.jmscclpp.samples.MeshDemo;
 import org.jmscclpp.samples.OverlapSample;
@@ -32,8 +31,7 @@ final class Samples {
     static {
         add(new Entry("bootstrap-demo", "initialize a TcpBootstrap, allGather (rank, pid, host), barrier",
                 false, new BootstrapDemo()));
-        for (CollectiveKind kind : List.of(CollectiveKind.ALLGATHER, CollectiveKind.ALLREDUCE, CollectiveKind.ALLTOALL,
-                CollectiveKind.SENDRECV)) {
+        for (CollectiveKind kind : CollectiveSample.KINDS) {
             add(new Entry(CollectiveSample.name(kind), CollectiveSample.synopsis(kind), false,
                     new CollectiveSample(kind)));
         }

@@ -10,11 +10,9 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
-import org.jmscclpp.bench.BenchArgs;
 import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
-import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
@@ -156,7 +154,7 @@ public final class OverlapSample implements Sample {
                             : "overlap: FAILED: " + worst.wrong() + " wrong elements");
                 }
                 System.out.flush();
-                return worst.wrong() == 0 ? Main.OK : Main.FAILURE;
+                return worst.wrong() == 0 ? ExitCodes.OK : ExitCodes.FAILURE;
             }
         }
     }
@@ -225,10 +223,10 @@ public final class OverlapSample implements Sample {
             try {
                 switch (opt) {
                     case "--backend" -> backend = v;
-                    case "--tiles" -> tiles = BenchArgs.count(opt, v, 1, 1024);
+                    case "--tiles" -> tiles = SampleArgs.count(opt, v, 1, 1024);
                     case "--tile-bytes" -> tileBytes = ByteSizes.parse(opt, v);
-                    case "--passes" -> passes = BenchArgs.count(opt, v, 0);
-                    case "--iters" -> iters = BenchArgs.count(opt, v, 1);
+                    case "--passes" -> passes = SampleArgs.count(opt, v, 0);
+                    case "--iters" -> iters = SampleArgs.count(opt, v, 1);
                     default -> throw usage("unknown option " + opt);
                 }
             } catch (IllegalArgumentException e) {

@@ -8,9 +8,11 @@ import org.jmscclpp.core.JmscclppException;
 /**
  * Reading a sample's {@code --option value} pairs: each reader returns the value or throws the
  * sample's usage error ({@link ErrorCode#INVALID_USAGE} naming the sample and the option), which
- * the command line prints and turns into exit code {@value ExitCodes#USAGE}.
+ * the command line prints and turns into exit code {@value ExitCodes#USAGE}. The static
+ * {@link #count(String, String, int, int)} and {@link #usage(String, String)} are what the
+ * benchmarks' option parsers ({@code org.jmscclpp.bench.BenchArgs}) build on.
  */
-final class SampleArgs {
+public final class SampleArgs {
 
     private final String sample;
     private final List<String> args;
@@ -100,7 +102,27 @@ final class SampleArgs {
         return usage(sample, detail);
     }
 
-    static JmscclppException usage(String sample, String detail) {
+    /** {@code v} as an integer of at least {@code least}; otherwise an {@link IllegalArgumentException} naming {@code opt}. */
+    public static int count(String opt, String v, int least) {
+        return count(opt, v, least, Integer.MAX_VALUE);
+    }
+
+    /** {@code v} as an integer from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException} naming {@code opt}. */
+    public static int count(String opt, String v, int least, int most) {
+        try {
+            int x = Integer.parseInt(v);
+            if (x >= least && x <= most) {
+                return x;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(opt + " needs an integer " + (most == Integer.MAX_VALUE ? "of at least "
+                + least : "from " + least + " to " + most) + ", got '" + v + "'");
+    }
+
+    /** The error of a rank sample's bad arguments: {@link ErrorCode#INVALID_USAGE}, naming the sample. */
+    public static JmscclppException usage(String sample, String detail) {
         return JmscclppException.builder(ErrorCode.INVALID_USAGE, sample + ": " + detail).phase("sample arguments")
                 .build();
     }

@@ -38,6 +38,11 @@ final class SampleKernels {
 
     /** The module of {@code NAME.cu} on {@code backend}'s GPU; it lives as long as the backend. */
     static CudaModule load(CudaBackend backend, String name) {
-        return DeviceKernels.load(backend, "samples/" + name, source(name));
+        return load(backend, name, source(name));
+    }
+
+    /** The module of {@code source} (a kernel file with what it needs defined first), named {@code name} in errors and logs. */
+    static CudaModule load(CudaBackend backend, String name, String source) {
+        return DeviceKernels.load(backend, "samples/" + name, source);
     }
 }

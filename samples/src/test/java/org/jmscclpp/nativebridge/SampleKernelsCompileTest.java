@@ -35,10 +35,8 @@ class SampleKernelsCompileTest {
     static final String ROOT = "org/jmscclpp/samples/kernels/";
 
     static Stream<Arguments> files() {
-        return Stream.of(
-                Arguments.of("collectives", List.of("allgatherMemory", "allgatherPort", "alltoallMemory",
-                        "alltoallPort", "sendrecvMemory", "sendrecvPort")),
-                Arguments.of("overlap", List.of("overlapTiles")));
+        // coll_data.cu needs its type and reduction defined first: CollectiveKernelsCompileTest compiles it
+        return Stream.of(Arguments.of("overlap", List.of("overlapTiles")));
     }
 
     private static String source(String file) throws IOException {

@@ -12,14 +12,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Stream;
-import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The collective samples as {@code jmscclpp run -n N KIND ...} runs them: real rank processes, host backend. */
+/** The collective samples as {@code jmscclpp run -n N KIND ...} runs them: real rank processes, host backend, the library's CollectiveComm. */
 class CollectiveSampleTest {
 
     private static final Duration DEADLINE = Duration.ofSeconds(90);
@@ -55,7 +56,7 @@ class CollectiveSampleTest {
         return new Outcome(failedRank, exitCode, rank0, all.toString());
     }
 
-    /** The README's quick start: four ranks, no arguments, the registered default algorithm. */
+    /** The README's quick start: four ranks, no arguments, the tuning table's algorithm. */
     @Test
     @Timeout(120)
     void allgatherWithoutArgumentsChecksEveryElementOnFourRanks() throws Exception {
@@ -78,49 +79,62 @@ class CollectiveSampleTest {
     }
 
     @Test
-    @Timeout(120)
-    void theOtherSamplesWithoutArgumentsCheckEveryElementOnTwoRanks() throws Exception {
-        for (String kind : List.of("allreduce", "alltoall", "sendrecv")) {
+    @Timeout(180)
+    void everyOtherSampleWithoutArgumentsChecksEveryElementOnTwoRanks() throws Exception {
+        for (String kind : List.of("allreduce", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv")) {
             Outcome o = run(Launcher.builder(2).sample(kind, List.of()));
             assertEquals(-1, o.failedRank(), o.all());
-            assertTrue(o.rank0().getFirst().matches(kind + ": 2 ranks, host backend, algorithm \\S+, float, 1 MiB .*"),
+            String what = switch (kind) {
+                case "allreduce", "reducescatter" -> "float, sum";
+                case "reduce" -> "float, sum, root 0";
+                case "broadcast" -> "float, root 0";
+                default -> "float";
+            };
+            assertTrue(o.rank0().getFirst().startsWith(kind + ": 2 ranks, host backend, algorithm "),
                     o.all());
+            assertTrue(o.rank0().getFirst().contains(", " + what + ", 1 MiB ("), o.all());
             // the line of what ran, the table's head and rule, a line per placement, the verdict
-            assertEquals(kind.equals("allreduce") ? 6 : 5, o.rank0().size(), o.all());
+            assertEquals(kind.equals("sendrecv") ? 5 : 6, o.rank0().size(), o.all());
             assertEquals(kind + ": every element checked on every rank: OK", o.rank0().getLast(), o.all());
         }
     }
 
     @Test
     @Timeout(120)
-    void theTypeAndAlgorithmOptionsReachTheRanks() throws Exception {
-        Outcome o = run(2, List.of("sendrecv", "--algo", TestCollectives.BOOTSTRAP, "-d", "half", "--bytes", "4K",
+    void theTypeReductionAndAlgorithmOptionsReachTheRanks() throws Exception {
+        Outcome o = run(3, List.of("allreduce", "--algo", "rsag", "-d", "bfloat16", "--redop", "max", "--bytes", "4K",
                 "--iters", "3"));
         assertEquals(-1, o.failedRank(), o.all());
-        assertTrue(o.rank0().getFirst().startsWith("sendrecv: 2 ranks, host backend, algorithm "
-                + TestCollectives.BOOTSTRAP + ", half, 4 KiB (2048 elements), 2 checks with fresh inputs, 3 timed"
-                + " iterations after 3 warm-up"), o.all());
-        assertEquals("sendrecv: every element checked on every rank: OK", o.rank0().getLast(), o.all());
+        assertTrue(o.rank0().getFirst().startsWith("allreduce: 3 ranks, host backend, algorithm rsag, bfloat16, max,"
+                + " 4 KiB (2048 elements), 2 checks with fresh inputs, 3 timed iterations after 3 warm-up"), o.all());
+        assertEquals("allreduce: every element checked on every rank: OK", o.rank0().getLast(), o.all());
+        Outcome r = run(3, List.of("reduce", "-d", "f8e5m2", "--redop", "prod", "--root", "2", "--bytes", "100",
+                "--iters", "2"));
+        assertEquals(-1, r.failedRank(), r.all());
+        assertTrue(r.rank0().getFirst().startsWith("reduce: 3 ranks, host backend, algorithm direct, f8e5m2, prod,"
+                + " root 2, 100 B (100 elements)"), r.all());
+        assertEquals("reduce: every element checked on every rank: OK", r.rank0().getLast(), r.all());
     }
 
     @Test
     @Timeout(120)
     void wrongElementsFailTheSample() throws Exception {
-        Outcome o = run(2, List.of("allreduce", "--algo", TestCollectives.CORRUPT, "--bytes", "64", "--iters", "1"));
-        assertEquals(Main.FAILURE, o.exitCode(), o.all());
+        Outcome o = run(2, List.of("allreduce", "--algo", CorruptingComm.NAME, "--bytes", "64", "--iters", "1"));
+        assertEquals(ExitCodes.FAILURE, o.exitCode(), o.all());
         // 2 ranks x 2 checks x 2 placements, one wrong element each
         assertEquals("allreduce: FAILED: 8 wrong elements", o.rank0().getLast(), o.all());
     }
 
     @Test
     void badArgumentsAreUsageErrors() {
-        assertEquals(new CollectiveSample.Options("host", null, DataType.FLOAT32, 1 << 20, 20),
+        assertEquals(new CollectiveSample.Options("host", null, DataType.FLOAT32, ReduceOp.SUM, 0, 1 << 20, 20),
                 CollectiveSample.parse("allgather", List.of()));
-        assertEquals(new CollectiveSample.Options("cuda", "ll16", DataType.BFLOAT16, 64 << 10, 3),
+        assertEquals(new CollectiveSample.Options("cuda", "ll16", DataType.BFLOAT16, ReduceOp.AVG, 1, 64 << 10, 3),
                 CollectiveSample.parse("allreduce", List.of("--backend", "cuda", "--algo", "ll16", "-d", "bfloat16",
-                        "--bytes", "64K", "--iters", "3")));
+                        "--redop", "avg", "--root", "1", "--bytes", "64K", "--iters", "3")));
         for (List<String> bad : List.of(List.of("--bytes"), List.of("--bytes", "0"), List.of("--bytes", "lots"),
-                List.of("--iters", "0"), List.of("-d", "double"), List.of("--what", "1"))) {
+                List.of("--iters", "0"), List.of("-d", "quad"), List.of("--redop", "xor"), List.of("--root", "-1"),
+                List.of("--what", "1"))) {
             JmscclppException e = assertThrows(JmscclppException.class, () -> CollectiveSample.parse("allgather", bad),
                     bad::toString);
             assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());

@@ -9,11 +9,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Collectors;
+import org.jmscclpp.core.collective.CollectiveKind;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Three rank processes (TCP bootstrap, shared memory across processes) run an allreduce and a port alltoall, every element checked. */
+/**
+ * Three rank processes (TCP bootstrap, shared memory across processes) run the library's allreduce,
+ * alltoall and sendrecv on registered and staged buffers, every element checked.
+ */
 class HostCollectivesProcessTest {
 
     @TempDir
@@ -24,15 +28,18 @@ class HostCollectivesProcessTest {
     void threeProcessesAgreeOnEveryElement() throws Exception {
         ConcurrentLinkedQueue<Launcher.OutputLine> lines = new ConcurrentLinkedQueue<>();
         try (Launcher.Job job = Launcher.builder(3)
-                .mainClass(HostCollectiveRankMain.class.getName(), List.of("ALLREDUCE/auto", "ALLTOALL/port"))
+                .mainClass(HostCollectiveRankMain.class.getName(), List.of("ALL_REDUCE", "ALL_TO_ALL", "SEND"))
                 .env(Map.of("JMSCCLPP_SHM_DIR", shm.toString())).output(lines::add).start()) {
             assertTrue(job.waitFor(Duration.ofSeconds(150)), "ranks still running");
             String all = lines.stream().map(l -> "[rank " + l.rank() + "] " + l.text()).collect(Collectors.joining("\n"));
             assertTrue(job.firstFailure().isEmpty(), () -> "failed: " + job.firstFailure() + "\n" + all);
+            int runs = HostCollectiveRankMain.runs(CollectiveKind.ALL_REDUCE)
+                    + HostCollectiveRankMain.runs(CollectiveKind.ALL_TO_ALL) + HostCollectiveRankMain.runs(CollectiveKind.SEND);
+            assertEquals(32 + 16 + 8, runs);
             for (int r = 0; r < 3; r++) {
                 int rank = r;
                 assertEquals(1, lines.stream().filter(l -> l.rank() == rank
-                        && l.text().equals("rank " + rank + ": 24 runs checked, 0 wrong")).count(), all);
+                        && l.text().equals("rank " + rank + ": " + runs + " runs checked, 0 wrong")).count(), all);
             }
         }
     }

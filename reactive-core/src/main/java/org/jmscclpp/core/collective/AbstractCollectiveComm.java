@@ -279,7 +279,13 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     @Override
     public final Algorithm algorithmFor(CollectiveCall call) {
-        return select(call, CallOptions.defaults());
+        return chosen(call, CallOptions.defaults());
+    }
+
+    /** The algorithm {@code call} runs with {@code callOptions}: the selection, as the engine adjusts it. */
+    private Algorithm chosen(CollectiveCall call, CallOptions callOptions) {
+        Algorithm selected = select(call, callOptions);
+        return adjust(new Planned(call, selected, CallDescriptor.of(call, selected.id(), 0, 0, 0), false));
     }
 
     @Override
@@ -400,8 +406,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         if (call.recvBytes(rank, size) > 0) {
             checkBuffer(Objects.requireNonNull(call.recv()), "recv");
         }
-        Algorithm chosen = select(call, callOptions);
-        Algorithm algorithm = adjust(new Planned(call, chosen, CallDescriptor.of(call, chosen.id(), 0, 0, 0), false));
+        Algorithm algorithm = chosen(call, callOptions);
         boolean readsSend = call.sendBytes(rank, size) > 0;
         boolean writesRecv = call.recvBytes(rank, size) > 0;
         long send = readsSend ? locate(call.send()) : 0;
@@ -842,7 +847,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
         @Override
         public Algorithm algorithmFor(CollectiveCall call) {
-            return select(call, callOptions);
+            return chosen(call, callOptions);
         }
 
         @Override

@@ -1,9 +1,9 @@
-package org.jmscclpp.bench;
+package org.jmscclpp.samples;
 
 import java.util.List;
 import java.util.function.IntPredicate;
 
-/** The markdown tables the benchmarks print: padded columns, numbers right-aligned, text columns left-aligned. */
+/** The markdown tables the benchmarks and samples print: padded columns, numbers right-aligned, text columns left-aligned. */
 public final class MarkdownTable {
 
     /** A markdown rule needs three dashes, so no column is narrower. */

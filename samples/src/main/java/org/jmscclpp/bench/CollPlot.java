@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -10,6 +10,7 @@ import java.util.function.Predicate;
 import java.util.function.ToDoubleFunction;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.samples.CollectiveRun;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -18,7 +19,8 @@ import org.knowm.xchart.style.Styler;
 /**
  * Draws a {@link CollReport} as one PNG with XChart: bus bandwidth against size, and time against
  * size (log scales), one series per implementation and placement (jmscclpp out-of-place and
- * in-place, NCCL out-of-place and in-place, those the report has).
+ * in-place, NCCL out-of-place and in-place, jmscclpp on staged buffers out-of-place, those the
+ * report has).
  *
  * <p>Needs {@code java.desktop} and the XChart jar, which the GPU hosts' bundle leaves out:
  * {@link CollBench#plotUnavailableReason()} says whether they are here, and only then may this
@@ -56,7 +58,8 @@ final class CollPlot {
     private static XYChart chart(CollReport r, String what, ToDoubleFunction<CollectiveRunner.Measurement> y,
                                  boolean logY) {
         XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT)
-                .title(r.kind().label() + " " + r.type().label() + ", " + r.ranks() + " ranks, " + r.backend()
+                .title(CollectiveRun.label(r.kind()) + " " + r.type().label() + (r.op() != null ? " " + r.op() : "")
+                        + ", " + r.ranks() + " ranks, " + r.backend()
                         + " backend, " + r.host() + ": " + what)
                 .xAxisTitle("size (bytes)").yAxisTitle(what).build();
         chart.getStyler().setXAxisLogarithmic(true).setYAxisLogarithmic(logY)
@@ -68,6 +71,8 @@ final class CollPlot {
                 m -> m.implementation().equals(CollReport.JMSCCLPP) && m.inPlace(), y);
         addSeries(chart, r, "NCCL out-of-place", m -> m.implementation().equals(CollReport.NCCL) && !m.inPlace(), y);
         addSeries(chart, r, "NCCL in-place", m -> m.implementation().equals(CollReport.NCCL) && m.inPlace(), y);
+        addSeries(chart, r, "jmscclpp staged out-of-place", m -> m.implementation().equals(CollReport.STAGED)
+                && !m.inPlace(), y);
         return chart;
     }
 

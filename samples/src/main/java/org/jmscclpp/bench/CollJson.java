@@ -1,19 +1,26 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.samples.CollectiveRun;
 import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link CollReport} as JSON ({@code --json FILE}) and back ({@code jmscclpp bench plot --json}),
  * so that a sweep run where nothing can draw (the bundle has no {@code java.desktop}) is plotted
- * elsewhere. One object: the run's settings, {@code devices}, {@code versions}, and {@code rows},
- * each with {@code impl, algo, size, count, in_place, time_us, algbw, busbw, wrong} (algbw and busbw
- * in GB/s, written for readers; reading recomputes them). The reader understands any JSON, keeps
- * what it knows and throws {@link IllegalArgumentException} naming what is wrong.
+ * elsewhere. One object: the run's settings ({@code op} is null for the kinds without a
+ * reduction, {@code root} -1 for those without a root), {@code devices}, {@code versions},
+ * {@code rows}, each with {@code impl, algo, size, count, in_place, time_us, algbw, busbw, wrong}
+ * (algbw and busbw in GB/s, written for readers; reading recomputes them), and {@code overhead}
+ * (the Mono form's call overhead, or null). The reader understands any JSON, keeps what it knows,
+ * reads the reports of earlier versions (without {@code op}, {@code root} and {@code overhead}) and
+ * throws {@link IllegalArgumentException} naming what is wrong.
  */
 final class CollJson {
 
@@ -25,8 +32,11 @@ final class CollJson {
         field(sb, "command", quote(r.command()));
         field(sb, "host", quote(r.host()));
         field(sb, "backend", quote(r.backend()));
-        field(sb, "collective", quote(r.kind().label()));
+        field(sb, "collective", quote(CollectiveRun.label(r.kind())));
         field(sb, "type", quote(r.type().label()));
+        ReduceOp op = r.op();
+        field(sb, "op", op == null ? "null" : quote(op.label()));
+        field(sb, "root", Integer.toString(r.root()));
         field(sb, "ranks", Integer.toString(r.ranks()));
         field(sb, "algorithm", quote(r.algorithm()));
         field(sb, "min_bytes", Long.toString(r.minBytes()));
@@ -49,7 +59,12 @@ final class CollJson {
                     m.count(), m.inPlace(), m.timeUs(), CollReport.algbw(m), CollReport.busbw(m, r.ranks()),
                     m.wrong()));
         }
-        sb.append(r.rows().isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
+        sb.append(r.rows().isEmpty() ? "],\n" : "\n  ],\n");
+        CallOverhead o = r.overhead();
+        sb.append("  \"overhead\": ").append(o == null ? "null" : String.format(Locale.ROOT, "{\"algo\": %s,"
+                + " \"size\": %d, \"count\": %d, \"calls\": %d, \"mono_block_us\": %.4f, \"mono_pipelined_us\": %.4f,"
+                + " \"stream_us\": %.4f, \"stream_sync_us\": %.4f}", quote(o.algorithm()), o.size(), o.count(), o.calls(),
+                o.monoBlockUs(), o.monoPipelinedUs(), o.streamUs(), o.streamSyncUs())).append("\n}\n");
         return sb.toString();
     }
 
@@ -81,8 +96,8 @@ final class CollJson {
 
     /** The report in {@code json}; IllegalArgumentException naming what is missing or malformed. */
     static CollReport read(String json) {
-        Object root = new Parser(json).document();
-        if (!(root instanceof Map<?, ?> top)) {
+        Object document = new Parser(json).document();
+        if (!(document instanceof Map<?, ?> top)) {
             throw new IllegalArgumentException("the JSON is not an object");
         }
         CollectiveKind kind = CollOptions.kind(string(top, "collective"));
@@ -91,6 +106,23 @@ final class CollJson {
             type = DataType.parse(string(top, "type"));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("unknown type '" + string(top, "type") + "'");
+        }
+        ReduceOp op = null;
+        if (top.get("op") instanceof String name) {
+            try {
+                op = ReduceOp.parse(name);
+            } catch (RuntimeException e) {
+                throw new IllegalArgumentException("unknown op '" + name + "'");
+            }
+        } else if (kind.reduces()) {
+            op = ReduceOp.SUM;   // reports before the reductions were only sums
+        }
+        int root = top.get("root") instanceof Double d ? (int) (double) d : kind.rooted() ? 0 : -1;
+        CallOverhead overhead = null;
+        if (top.get("overhead") instanceof Map<?, ?> o) {
+            overhead = new CallOverhead(string(o, "algo"), (long) number(o, "size"), (long) number(o, "count"),
+                    (int) number(o, "calls"), number(o, "mono_block_us"), number(o, "mono_pipelined_us"),
+                    number(o, "stream_us"), number(o, "stream_sync_us"));
         }
         int ranks = (int) number(top, "ranks");
         List<String> devices = new ArrayList<>();
@@ -110,10 +142,10 @@ final class CollJson {
                     (long) number(row, "size"), (long) number(row, "count"), type,
                     Boolean.TRUE.equals(row.get("in_place")), number(row, "time_us"), (long) number(row, "wrong")));
         }
-        return new CollReport(string(top, "command"), string(top, "host"), string(top, "backend"), kind, type, ranks,
-                string(top, "algorithm"), (long) number(top, "min_bytes"), (long) number(top, "max_bytes"),
+        return new CollReport(string(top, "command"), string(top, "host"), string(top, "backend"), kind, type, op,
+                root, ranks, string(top, "algorithm"), (long) number(top, "min_bytes"), (long) number(top, "max_bytes"),
                 (int) number(top, "factor"), (int) number(top, "iters"), (int) number(top, "warmup"),
-                (int) number(top, "check"), (int) number(top, "graph"), devices, versions, rows);
+                (int) number(top, "check"), (int) number(top, "graph"), devices, versions, rows, overhead);
     }
 
     private static String string(Map<?, ?> m, String key) {

@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,27 +13,32 @@ import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import javax.imageio.ImageIO;
-import org.jmscclpp.cli.Main;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.samples.CollectiveRun;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.TestRankMain;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
-/** {@code jmscclpp bench coll} on the host backend with real rank processes and the test collectives. */
+/** {@code jmscclpp bench coll} on the host backend with real rank processes, the library's collectives and a corrupting wrapper. */
 class CollBenchTest {
 
-    /** A data row: size, count, type, redop, root, then four columns per placement. */
-    private static final Pattern ROW = Pattern.compile(" *\\d+ +\\d+ +float +(sum|none) +-1( +(\\S+)){8}");
+    /** A data row: size, count, type, redop, root, then four columns per placement, three more for staged buffers. */
+    private static final Pattern ROW = Pattern.compile(" *\\d+ +\\d+ +\\S+ +\\S+ +-?\\d+( +(\\S+)){8}( +(\\S+)){0,3}");
 
     @TempDir
     Path dir;
 
     @BeforeAll
-    static void registerTestCollectives() {
-        TestCollectives.register();
+    static void registerTestWrappers() {
+        TestRankMain.registerWrappers();
     }
 
     record Run(int code, String out, String err) {
@@ -54,30 +59,46 @@ class CollBenchTest {
         return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
+    /** The kinds of bench coll: every kind of the library's API, SEND standing for sendrecv. */
+    static List<CollectiveKind> kinds() {
+        return List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.REDUCE_SCATTER,
+                CollectiveKind.BROADCAST, CollectiveKind.REDUCE, CollectiveKind.ALL_TO_ALL, CollectiveKind.SEND);
+    }
+
     @ParameterizedTest
-    @EnumSource(CollectiveKind.class)
+    @MethodSource("kinds")
     @Timeout(120)
-    void everyKindPrintsOneCheckedRowPerSize(CollectiveKind kind) {
-        Run r = bench("--op", kind.label(), "--algo", TestCollectives.BOOTSTRAP, "-b", "256", "-e", "1K", "-n", "2",
-                "-w", "1", "-c", "1");
-        assertEquals(Main.OK, r.code(), r.out() + r.err());
+    void everyKindPrintsOneCheckedRowPerSizeWithTheStagingCost(CollectiveKind kind) {
+        Run r = bench("--op", CollectiveRun.sampleName(kind), "-b", "256", "-e", "1K", "-n", "2", "-w", "1", "-c", "1",
+                "--overhead", "20");
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
         List<String> rows = r.rows();
         assertEquals(3, rows.size(), r.out());
         for (String row : rows) {
             String[] c = row.strip().split(" +");
-            assertEquals(kind == CollectiveKind.ALLREDUCE ? "sum" : "none", c[3], row);
+            assertEquals(kind.reduces() ? "sum" : "none", c[3], row);
+            assertEquals(kind.rooted() ? "0" : "-1", c[4], row);
             assertEquals("0", c[8], "out-of-place #wrong: " + row);
-            assertEquals(kind.hasInPlace() ? "0" : "N/A", c[12], "in-place #wrong: " + row);
+            assertEquals(CollectiveRun.hasInPlace(kind) ? "0" : "N/A", c[12], "in-place #wrong: " + row);
             long size = Long.parseLong(c[0]);
-            assertEquals(size, kind.size(Long.parseLong(c[1]), 2, DataType.FLOAT32), row);
+            assertEquals(size, new CollectiveRun(kind, DataType.FLOAT32, kind.reduces() ? ReduceOp.SUM : null,
+                    kind.rooted() ? 0 : -1, 2, Long.parseLong(c[1]), false).size(), row);
             double time = Double.parseDouble(c[5]);
             double busbw = Double.parseDouble(c[7]);
             assertTrue(time > 0, row);
             // busbw = S / time x factor, to the printed precision
             assertEquals(size / (time * 1e3) * kind.busFactor(2), busbw, 0.006 + busbw * 0.01, row);
+            // the staged columns: time, busbw, staged time over registered
+            assertEquals(16, c.length, row);
+            double staged = Double.parseDouble(c[13]);
+            assertTrue(staged > 0, row);
+            assertEquals(staged / time, Double.parseDouble(c[15]), 0.006 + staged / time * 0.02, row);
         }
-        assertTrue(r.out().contains("# Collective test starting: " + kind.label() + "_perf (jmscclpp host backend,"
-                + " algorithm " + TestCollectives.BOOTSTRAP + ")"), r.out());
+        assertTrue(r.out().contains("# Collective test starting: " + CollectiveRun.label(kind) + "_perf (jmscclpp host"
+                + " backend, algorithm auto, registered and staged buffers)"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.matches("# Call overhead at 1 KiB \\(\\d+ elements, \\S+, 20 calls"
+                + " per form\\): Mono \\.block\\(\\) one after another [0-9.e+]+ us/call, subscribed together"
+                + " [0-9.e+]+ us/call .*")), r.out());
         assertTrue(r.out().contains("#  Rank  1 Group  0 Pid "), r.out());
         assertTrue(r.out().contains("# Out of bounds values : 0 OK"), r.out());
         assertTrue(r.out().lines().anyMatch(l -> l.matches("# Avg bus bandwidth    : [0-9.e+-]+ ")), r.out());
@@ -86,9 +107,9 @@ class CollBenchTest {
     @Test
     @Timeout(120)
     void aCollectiveThatCorruptsDataShowsWrongElementsAndExitsOne() {
-        Run r = bench("--op", "allreduce", "--algo", TestCollectives.CORRUPT, "-b", "64", "-e", "64", "-n", "1",
-                "-w", "0", "-c", "2");
-        assertEquals(Main.FAILURE, r.code(), r.out() + r.err());
+        Run r = bench("--op", "allreduce", "--algo", TestRankMain.CORRUPT, "-b", "64", "-e", "64", "-n", "1",
+                "-w", "0", "-c", "2", "--staged", "off", "--overhead", "0");
+        assertEquals(ExitCodes.FAILURE, r.code(), r.out() + r.err());
         List<String> rows = r.rows();
         assertEquals(1, rows.size(), r.out());
         String[] c = rows.getFirst().strip().split(" +");
@@ -100,17 +121,18 @@ class CollBenchTest {
 
     @Test
     void argumentErrorsExitTwo() {
-        for (List<String> bad : List.of(List.of("-b", "lots"), List.of("--op", "reduce"), List.of("--algo", "nope"),
-                List.of("--baseline", "nccl"), List.of("-n"))) {
+        for (List<String> bad : List.of(List.of("-b", "lots"), List.of("--op", "scan"), List.of("--algo", "nope"),
+                List.of("--algo", "port"), List.of("--baseline", "nccl"), List.of("-n"), List.of("--redop", "xor"),
+                List.of("--op", "broadcast", "--root", "2"), List.of("-d", "quad"))) {
             Run r = bench(bad.toArray(String[]::new));
-            assertEquals(Main.USAGE, r.code(), bad + ": " + r.err());
+            assertEquals(ExitCodes.USAGE, r.code(), bad + ": " + r.err());
             assertTrue(r.err().startsWith("jmscclpp bench coll: "), r.err());
         }
         Run noGpu = new Run(CollBench.run(List.of("--backend", "cuda"), System.out, System.err,
                 TestRankMain.class.getName(), List.of(), o -> Optional.of("no GPU")), "", "");
-        assertEquals(Main.USAGE, noGpu.code());
+        assertEquals(ExitCodes.USAGE, noGpu.code());
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        assertEquals(Main.USAGE, CollBench.plot(List.of("--json", "x.json"), System.out,
+        assertEquals(ExitCodes.USAGE, CollBench.plot(List.of("--json", "x.json"), System.out,
                 new PrintStream(err, true, StandardCharsets.UTF_8)));
     }
 
@@ -121,18 +143,19 @@ class CollBenchTest {
                 + CollBench.plotUnavailableReason().orElseThrow());
         Path json = dir.resolve("out/r.json");
         Path png = dir.resolve("out/r.png");
-        Run r = bench("--op", "allgather", "--algo", TestCollectives.BOOTSTRAP, "-b", "128", "-e", "512", "-n", "1",
-                "-w", "0", "--json", json.toString(), "--plot", png.toString());
-        assertEquals(Main.OK, r.code(), r.out() + r.err());
+        Run r = bench("--op", "allgather", "-b", "128", "-e", "512", "-n", "1", "-w", "0", "--staged", "off",
+                "--overhead", "5", "--json", json.toString(), "--plot", png.toString());
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
         CollReport report = CollJson.read(Files.readString(json));
-        assertEquals(CollectiveKind.ALLGATHER, report.kind());
+        assertEquals(CollectiveKind.ALL_GATHER, report.kind());
         assertEquals(6, report.rows().size(), "3 sizes x 2 placements");
+        assertTrue(report.overhead() != null && report.overhead().calls() == 5, String.valueOf(report.overhead()));
         assertPng(png);
         Path again = dir.resolve("again.png");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         int code = CollBench.plot(List.of("--json", json.toString(), "--plot", again.toString()),
                 new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
-        assertEquals(Main.OK, code);
+        assertEquals(ExitCodes.OK, code);
         assertEquals(r.rows(), new Run(0, out.toString(StandardCharsets.UTF_8), "").rows(), "the same table");
         assertPng(again);
     }

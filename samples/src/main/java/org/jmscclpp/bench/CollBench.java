@@ -1,4 +1,4 @@
-package org.jmscclpp.samples;
+package org.jmscclpp.bench;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -16,12 +16,13 @@ import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jmscclpp.bench.BenchArgs;
-import org.jmscclpp.bench.BenchJob;
-import org.jmscclpp.cli.Main;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.NcclCommunicator;
+import org.jmscclpp.samples.CollectiveJob;
+import org.jmscclpp.samples.CollectiveRun;
+import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -50,42 +51,45 @@ public final class CollBench {
             + " place=(in|out) time_us=(\\S+) wrong=(-?\\d+)");
     private static final Pattern DEV = Pattern.compile("COLL-DEV rank=(\\d+) pid=(\\d+) host=(\\S+) device=(.*)");
     private static final Pattern VER = Pattern.compile("COLL-VER name=(\\S+) version=(.*)");
+    private static final Pattern OVERHEAD = Pattern.compile("COLL-OVERHEAD algo=(\\S+) size=(\\d+) count=(\\d+)"
+            + " calls=(\\d+) mono_block_us=(\\S+) mono_pipelined_us=(\\S+) stream_us=(\\S+) stream_sync_us=(\\S+)");
 
     private CollBench() {
     }
 
     /** Runs {@code jmscclpp bench coll ARGS}. */
     public static int run(List<String> args, PrintStream out, PrintStream err) {
-        return run(args, out, err, Main.class.getName(), List.of(), CollBench::hostLacks);
+        return run(args, out, err, Launcher.SAMPLE_MAIN, List.of(), CollBench::hostLacks);
     }
 
     /**
      * {@link #run(List, PrintStream, PrintStream)} with the ranks started as {@code rankMain}
-     * (a class whose main method runs {@link Main#main} after registering more algorithms, in tests)
-     * with {@code jvmArgs}, and {@code lacks} telling what this host lacks for the options, if anything.
+     * (a class whose main method runs the command line's after registering wrappers
+     * ({@link CollectiveJob#wrap}), in tests) with {@code jvmArgs}, and {@code lacks} telling what
+     * this host lacks for the options, if anything.
      */
     static int run(List<String> args, PrintStream out, PrintStream err, String rankMain, List<String> jvmArgs,
                    Function<CollOptions, Optional<String>> lacks) {
         CollOptions o = BenchArgs.parseOrPrintUsage(args, CollOptions::parse, "jmscclpp bench coll",
                 CollOptions.SYNOPSIS, err);
         if (o == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         String algorithm = algorithm(o, err);
         if (algorithm == null) {
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         Optional<String> missing = lacks.apply(o);
         if (missing.isPresent()) {
             err.println("jmscclpp bench coll: " + missing.get());
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         String command = "jmscclpp bench coll " + String.join(" ", args);
-        err.println("bench: " + o.kind().label() + " (" + algorithm + ") on the " + o.backend() + " backend, "
-                + o.ranks() + " processes ...");
+        err.println("bench: " + CollectiveRun.label(o.kind()) + " (" + algorithm + ") on the " + o.backend()
+                + " backend, " + o.ranks() + " processes ...");
         Collected lines = new Collected();
         List<String> rankArgs = new ArrayList<>(List.of(CollBenchRankSample.NAME));
-        rankArgs.addAll(o.rankArgs(algorithm));
+        rankArgs.addAll(o.rankArgs());
         Map<String, String> env = new LinkedHashMap<>(NCCL_ENV);
         // each rank takes its local GPU: an inherited explicit device would put all on one
         env.put(CudaBackend.DEVICE_ENV, "");
@@ -95,19 +99,19 @@ public final class CollBench {
                         && lines.add(line.text()));
         CollReport report = report(command, o, algorithm, lines.all());
         out.print(CollTable.render(report));
-        int code = Main.OK;
+        int code = ExitCodes.OK;
         String error = outcome.error();
         if (error != null) {
             outcome.report(err, "coll", error);
-            code = Main.FAILURE;
+            code = ExitCodes.FAILURE;
         }
         if (report.wrong() > 0) {
             err.println("bench coll: " + report.wrong() + " wrong elements");
-            code = Main.FAILURE;
+            code = ExitCodes.FAILURE;
         }
-        if (report.rows().isEmpty() && code == Main.OK) {
+        if (report.rows().isEmpty() && code == ExitCodes.OK) {
             err.println("bench coll: the ranks gave no rows");
-            code = Main.FAILURE;
+            code = ExitCodes.FAILURE;
         }
         return Math.max(code, save(report, o.json(), o.plot(), err));
     }
@@ -135,17 +139,17 @@ public final class CollBench {
         Optional<String> lacking = plotUnavailableReason();
         if (lacking.isPresent()) {
             err.println("jmscclpp bench plot: cannot draw here: " + lacking.get());
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         CollReport report;
         try {
             report = CollJson.read(Files.readString(json, StandardCharsets.UTF_8));
         } catch (IOException e) {
             err.println("jmscclpp bench plot: cannot read " + json + ": " + e);
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         } catch (IllegalArgumentException e) {
             err.println("jmscclpp bench plot: " + json + ": " + e.getMessage());
-            return Main.USAGE;
+            return ExitCodes.USAGE;
         }
         out.print(CollTable.render(report));
         return save(report, null, plot, err);
@@ -154,12 +158,12 @@ public final class CollBench {
     private static int plotUsage(PrintStream err, String problem) {
         err.println("jmscclpp bench plot: " + problem);
         err.println("usage: " + PLOT_SYNOPSIS);
-        return Main.USAGE;
+        return ExitCodes.USAGE;
     }
 
     /** Writes the JSON and the plot that were asked for; FAILURE when one cannot be written. */
     private static int save(CollReport report, @Nullable Path json, @Nullable Path plot, PrintStream err) {
-        int code = Main.OK;
+        int code = ExitCodes.OK;
         if (json != null) {
             try {
                 Path parent = json.toAbsolutePath().getParent();
@@ -170,7 +174,7 @@ public final class CollBench {
                 err.println("bench: wrote " + json);
             } catch (IOException e) {
                 err.println("bench: cannot write " + json + ": " + e);
-                code = Main.FAILURE;
+                code = ExitCodes.FAILURE;
             }
         }
         if (plot != null) {
@@ -179,25 +183,28 @@ public final class CollBench {
                 err.println("bench: wrote " + plot);
             } catch (JmscclppException e) {
                 err.println("bench: " + e.getMessage());
-                code = Main.FAILURE;
+                code = ExitCodes.FAILURE;
             }
         }
         return code;
     }
 
-    /** The algorithm to run: {@code --algo} when registered, else the registered default; null after printing why none. */
+    /**
+     * The algorithm the report names: {@code --algo} when the backend's engine has it (or it names a
+     * wrapper), {@value CollReport#AUTO} without {@code --algo} (the tuning table's choice, per size in
+     * the rows); null after printing why the asked one is unknown.
+     */
     private static @Nullable String algorithm(CollOptions o, PrintStream err) {
-        List<CollectiveAlgorithms.Entry> known = CollectiveAlgorithms.of(o.kind(), o.backend());
+        List<String> known = CollectiveJob.algorithms(o.backend(), o.kind());
         String asked = o.algorithm();
-        if (asked != null && known.stream().anyMatch(e -> e.algorithm().equals(asked))) {
+        if (asked == null) {
+            return CollReport.AUTO;
+        }
+        if (known.contains(asked)) {
             return asked;
         }
-        if (asked == null && !known.isEmpty()) {
-            return known.getFirst().algorithm();
-        }
-        err.println("jmscclpp bench coll: " + (asked == null ? "no " : "no '" + asked + "' ") + o.kind().label()
-                + " algorithm on the " + o.backend() + " backend (known: "
-                + known.stream().map(CollectiveAlgorithms.Entry::algorithm).toList() + ")");
+        err.println("jmscclpp bench coll: no '" + asked + "' " + CollectiveRun.label(o.kind()) + " algorithm on the "
+                + o.backend() + " backend (known: " + known + ")");
         return null;
     }
 
@@ -246,12 +253,19 @@ public final class CollBench {
         List<CollectiveRunner.Measurement> rows = new ArrayList<>();
         String host = CollBenchRankSample.hostName();
         String ncclVersion = null;
+        CallOverhead overhead = null;
         for (String line : lines) {
             Matcher row = ROW.matcher(line);
             Matcher dev = DEV.matcher(line);
             Matcher ver = VER.matcher(line);
+            Matcher over = OVERHEAD.matcher(line);
             try {
-                if (row.matches()) {
+                if (over.matches()) {
+                    overhead = new CallOverhead(over.group(1), Long.parseLong(over.group(2)),
+                            Long.parseLong(over.group(3)), Integer.parseInt(over.group(4)),
+                            Double.parseDouble(over.group(5)), Double.parseDouble(over.group(6)),
+                            Double.parseDouble(over.group(7)), Double.parseDouble(over.group(8)));
+                } else if (row.matches()) {
                     rows.add(new CollectiveRunner.Measurement(row.group(1), row.group(2), o.kind(),
                             Long.parseLong(row.group(3)), Long.parseLong(row.group(4)), o.type(),
                             row.group(5).equals("in"), Double.parseDouble(row.group(6)), Long.parseLong(row.group(7))));
@@ -272,9 +286,9 @@ public final class CollBench {
             }
         }
         versions.putAll(CollTable.versions(ncclVersion));
-        return new CollReport(command, host, o.backend(), o.kind(), o.type(), o.ranks(), algorithm, o.minBytes(),
-                o.maxBytes(), o.factor(), o.iters(), o.warmup(), o.check(), o.graph(), List.copyOf(devices.values()),
-                versions, rows);
+        return new CollReport(command, host, o.backend(), o.kind(), o.type(), o.reduction(),
+                o.kind().rooted() ? o.root() : -1, o.ranks(), algorithm, o.minBytes(), o.maxBytes(), o.factor(),
+                o.iters(), o.warmup(), o.check(), o.graph(), List.copyOf(devices.values()), versions, rows, overhead);
     }
 
     /** Lines gathered from the ranks' reader threads. */
