@@ -121,9 +121,16 @@ public final class CudaModule implements AutoCloseable {
      * the context current, so no wait for it falls inside a sequence of driver calls.
      */
     <T> T whileOpen(String what, Supplier<T> action) {
+        return whileOpen(() -> what, action);
+    }
+
+    /** {@link #whileOpen(String, Supplier)} with the description made only for the error. */
+    <T> T whileOpen(Supplier<String> what, Supplier<T> action) {
         lock.readLock().lock();
         try {
-            checkOpen(what);
+            if (closed) {
+                checkOpen(what.get());
+            }
             return action.get();
         } finally {
             lock.readLock().unlock();

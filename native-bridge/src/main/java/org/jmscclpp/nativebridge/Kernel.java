@@ -62,8 +62,8 @@ public final class Kernel {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "kernel " + name + " belongs to "
                     + module.context() + ", the stream to " + stream.context()).phase("launch").build();
         }
-        String what = "launch kernel " + name + config;
-        module.whileOpen(what, () -> {
+        // the phase's text is built only when it is needed (the module is closed): a launch is a hot call
+        module.whileOpen(() -> "launch kernel " + name + config, () -> {
             allowSharedMemory(config);
             module.context().makeCurrent();
             int result = CudaDriver.cuLaunchKernel(handle, config.gridX(), config.gridY(), config.gridZ(),

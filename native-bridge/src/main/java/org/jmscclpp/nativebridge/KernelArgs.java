@@ -46,22 +46,22 @@ public final class KernelArgs {
     private final long[] offsets;
     private final int[] sizes;
     private final long arrayOffset;
-    private final String description;
+    /** The values, for {@link #toString()}: described only when an error or a log asks (launches are hot). */
+    private final List<Value> values;
 
     private KernelArgs(List<Value> values) {
         int maxAlignment = Native.POINTER_SIZE;
         long end = 0;
         offsets = new long[values.size()];
         sizes = new int[values.size()];
-        StringJoiner text = new StringJoiner(", ", "(", ")");
         for (int i = 0; i < values.size(); i++) {
             Value v = values.get(i);
             maxAlignment = Math.max(maxAlignment, v.alignment());
             offsets[i] = alignUp(end, v.alignment());
             sizes[i] = v.bytes().length;
             end = offsets[i] + sizes[i];
-            text.add(v.description());
         }
+        this.values = values;
         arrayOffset = alignUp(end, Native.POINTER_SIZE);
         // a zero-parameter launch still gets a valid (never read) array, so the pointer is never NULL
         long used = arrayOffset + (long) Math.max(1, values.size()) * Native.POINTER_SIZE;
@@ -74,7 +74,6 @@ public final class KernelArgs {
             block.write(base + offsets[i], bytes, 0, bytes.length);
             block.setPointer(base + arrayOffset + (long) i * Native.POINTER_SIZE, block.share(base + offsets[i]));
         }
-        description = text.toString();
     }
 
     /** A builder with no parameters yet. */
@@ -124,7 +123,9 @@ public final class KernelArgs {
     /** The parameters as a C call would list them: {@code (ptr 0x7f.., i32 5, 40 bytes)}. */
     @Override
     public String toString() {
-        return description;
+        StringJoiner text = new StringJoiner(", ", "(", ")");
+        values.forEach(v -> text.add(v.description()));
+        return text.toString();
     }
 
     private record Value(byte[] bytes, int alignment, String description) {

@@ -7,13 +7,11 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.jmscclpp.core.Communicator;
@@ -87,6 +85,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int MAX_RANKS = 8;
     static final int THREADS = 512;
     static final int LL_MAX_BLOCKS = 128;
+    /**
+     * The fewest blocks an ll16 kernel gets ({@value #LL_MIN_BLOCKS_PROPERTY}, 1 to 128, default 1):
+     * a tuning knob, the same on every rank of a job.
+     */
+    static final String LL_MIN_BLOCKS_PROPERTY = "jmscclpp.collectives.llMinBlocks";
+    static final int LL_MIN_BLOCKS = Math.clamp(Integer.getInteger(LL_MIN_BLOCKS_PROPERTY, 1), 1, 128);
     static final int MAX_BLOCKS = 64;
     static final int MAX_REGISTRATIONS = 4096;
     static final int MAX_P2P = 32;
@@ -177,11 +181,15 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceBuffer errorRecord;
     private final DeviceBuffer doneWord;
     private final List<AutoCloseable> owned;
-    private final Map<String, Kernel> kernels = new HashMap<>();
+    /** Loaded kernels: the moving module's two, and "collective" of each (type, op) module; guarded by themselves. */
+    private @Nullable Kernel moveCollective;
+    private @Nullable Kernel movePointToPoint;
+    private final Kernel[] reducing = new Kernel[DataType.values().length * ReduceOp.values().length];
     private final Object enqueueLock = new Object();
     private long batchesIssued;
     private final ConcurrentLinkedQueue<Pending> pending = new ConcurrentLinkedQueue<>();
-    private final AtomicBoolean polling = new AtomicBoolean();
+    private volatile @Nullable Thread poller;
+    private volatile boolean pollerParked;
 
     private record Pending(long number, MonoSink<Void> sink, long deadline, String what) {
     }
@@ -367,24 +375,37 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     /** The kernel {@code name} of the module for (type, op), or of the moving module for nulls; compiled on first use. */
     private Kernel kernel(@Nullable DataType type, @Nullable ReduceOp op, String name) {
-        String module = type == null ? "move" : type.label() + "-" + Objects.requireNonNull(op).label();
-        String key = module + "/" + name;
-        synchronized (kernels) {
-            Kernel k = kernels.get(key);
-            if (k == null) {
-                StringBuilder defines = new StringBuilder();
-                defines.append("#define JMSCCLPP_NRANKS ").append(size).append('\n');
-                defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS ").append(timeout.toNanos()).append("ULL\n");
-                if (type == null) {
-                    defines.append("#define JMSCCLPP_MOVE 1\n");
+        synchronized (reducing) {
+            Kernel k;
+            if (type == null) {
+                k = name.equals("collective") ? moveCollective : movePointToPoint;
+            } else {
+                k = reducing[type.ordinal() * ReduceOp.values().length + Objects.requireNonNull(op).ordinal()];
+            }
+            if (k != null) {
+                return k;
+            }
+            String module = type == null ? "move" : type.label() + "-" + Objects.requireNonNull(op).label();
+            StringBuilder defines = new StringBuilder();
+            defines.append("#define JMSCCLPP_NRANKS ").append(size).append('\n');
+            defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS ").append(timeout.toNanos()).append("ULL\n");
+            if (type == null) {
+                defines.append("#define JMSCCLPP_MOVE 1\n");
+            } else {
+                defines.append("#define JMSCCLPP_T ").append(type.code()).append('\n');
+                defines.append("#define JMSCCLPP_OP ").append(op.code()).append('\n');
+            }
+            String source = defines + CudaKernelSource.get(KERNELS);
+            k = org.jmscclpp.nativebridge.DeviceKernels.load(backend, "collectives-" + module + "-n" + size, source)
+                    .function(name);
+            if (type == null) {
+                if (name.equals("collective")) {
+                    moveCollective = k;
                 } else {
-                    defines.append("#define JMSCCLPP_T ").append(type.code()).append('\n');
-                    defines.append("#define JMSCCLPP_OP ").append(op.code()).append('\n');
+                    movePointToPoint = k;
                 }
-                String source = defines + CudaKernelSource.get(KERNELS);
-                k = org.jmscclpp.nativebridge.DeviceKernels.load(backend, "collectives-" + module + "-n" + size, source)
-                        .function(name);
-                kernels.put(key, k);
+            } else {
+                reducing[type.ordinal() * ReduceOp.values().length + op.ordinal()] = k;
             }
             return k;
         }
@@ -476,6 +497,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     @Override
     protected void release() {
+        Thread t = poller;
+        if (t != null) {
+            LockSupport.unpark(t);
+        }
         RuntimeException first = null;
         try {
             stream.synchronize(timeout, "the collective communicator's last calls");
@@ -540,31 +565,50 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     private void track(Pending p) {
         pending.add(p);
-        if (polling.compareAndSet(false, true)) {
-            Thread.ofVirtual().name("jmscclpp-collective-completion-r" + rank).start(this::poll);
+        Thread t = poller;
+        if (t == null) {
+            synchronized (pending) {
+                if (poller == null) {
+                    poller = Thread.ofVirtual().name("jmscclpp-collective-completion-r" + rank).start(this::poll);
+                }
+            }
+        } else if (pollerParked) {
+            LockSupport.unpark(t);
         }
     }
 
-    /** Completes the pending calls whose batch number the stream has written, in order; fails them on errors. */
+    /**
+     * The completion thread: completes the pending calls whose batch number the stream has written,
+     * in order, and fails them on errors. One per communicator, started by the first call, ended
+     * by close: it spins while calls are pending and for a moment after, then parks until the
+     * next call unparks it (so a call issued right after another finds it awake).
+     */
     private void poll() {
         long idleSince = System.nanoTime();
         long lastQuery = idleSince;
         long park = 1_000;
-        while (true) {
+        while (!isClosed()) {
             Pending head = pending.peek();
+            long now = System.nanoTime();
             if (head == null) {
-                polling.set(false);
-                if (pending.isEmpty() || !polling.compareAndSet(false, true)) {
-                    return;
+                if (now - idleSince < 50_000) {
+                    Thread.onSpinWait();
+                } else {
+                    pollerParked = true;
+                    if (pending.isEmpty()) {
+                        LockSupport.parkNanos(10_000_000);
+                    }
+                    pollerParked = false;
+                    idleSince = System.nanoTime();
                 }
                 continue;
             }
             long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
+            // a batch the stream got past completes unless the device recorded an error
             JmscclppException error = deviceError();
             if (error == null) {
                 error = peerFailure();
             }
-            long now = System.nanoTime();
             if (error == null && done < head.number() && now - lastQuery > 1_000_000) {
                 lastQuery = now;
                 try {
@@ -639,7 +683,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         long recv = call.recv() == null ? 0 : call.recv().address();
         if (isLL(p.algorithm())) {
             long packets = (count * w + 7) / 8;
-            int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, 1, LL_MAX_BLOCKS);
+            int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, LL_MIN_BLOCKS, LL_MAX_BLOCKS);
             launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace()));
             return;
         }
@@ -799,7 +843,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             } else {
                 buffer = Objects.requireNonNull(call.recv()).address() + from;
             }
-            int blocks = isSend ? 1 : (int) Math.clamp((bytes + (256L << 10) - 1) / (256L << 10), 1, 16);
+            int blocks = isSend ? 1 : (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64);
             for (long word : words) {
                 b.putLong(word);
             }

@@ -247,9 +247,62 @@ __device__ void blockBarrier(const Comm* c) {
 // ---------------------------------------------------------------------------------------------
 // copies (every thread of the grid its share; any alignment)
 
+// Copies `bytes` from src to each of the nDst destinations, as thread `tid` of `nThreads`: each
+// source word is loaded once and stored to every destination, kUnroll 16-byte words per thread in
+// flight, when src and every destination are 16-byte aligned (what keeps NVLink busy: one word at
+// a time per thread reached about two thirds of the bandwidth); jmscclpp::copy (the widest access
+// both ends allow) per destination otherwise. The tail below 16 bytes goes byte by byte.
+constexpr int kUnroll = 4;
+
+__device__ void multiCopy(char* const* dsts, int nDst, const char* src, u64 bytes, u64 tid, u64 nThreads) {
+  if (bytes == 0 || nDst == 0) {
+    return;
+  }
+  bool vector = aligned(src, 16);
+  for (int d = 0; d < nDst; d++) {
+    vector = vector && aligned(dsts[d], 16);
+  }
+  if (!vector) {
+    for (int d = 0; d < nDst; d++) {
+      jmscclpp::copy(dsts[d], src, bytes, static_cast<u32>(tid), static_cast<u32>(nThreads));
+    }
+    return;
+  }
+  const uint4* from = reinterpret_cast<const uint4*>(src);
+  const u64 words = bytes / 16;
+  u64 i = tid;
+  for (; i + (kUnroll - 1) * nThreads < words; i += kUnroll * nThreads) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      v[u] = from[i + u * nThreads];
+    }
+    for (int d = 0; d < nDst; d++) {
+      uint4* to = reinterpret_cast<uint4*>(dsts[d]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        to[i + u * nThreads] = v[u];
+      }
+    }
+  }
+  for (; i < words; i += nThreads) {
+    uint4 v = from[i];
+    for (int d = 0; d < nDst; d++) {
+      reinterpret_cast<uint4*>(dsts[d])[i] = v;
+    }
+  }
+  for (u64 b = words * 16 + tid; b < bytes; b += nThreads) {
+    char c = src[b];
+    for (int d = 0; d < nDst; d++) {
+      dsts[d][b] = c;
+    }
+  }
+}
+
 __forceinline__ __device__ void gridCopy(char* dst, const char* src, u64 bytes) {
-  if (bytes > 0 && dst != src) {
-    jmscclpp::copy(dst, src, bytes, static_cast<u32>(gtid()), static_cast<u32>(gthreads()));
+  if (dst != src) {
+    char* dsts[1] = {dst};
+    multiCopy(dsts, 1, src, bytes, gtid(), gthreads());
   }
 }
 
@@ -573,8 +626,9 @@ __forceinline__ __device__ void blockPart(u64 begin, u64 end, u64& from, u64& to
 }
 
 __forceinline__ __device__ void blockCopy(char* dst, const char* src, u64 bytes) {
-  if (bytes > 0 && dst != src) {
-    jmscclpp::copy(dst, src, bytes, threadIdx.x, blockDim.x);
+  if (dst != src) {
+    char* dsts[1] = {dst};
+    multiCopy(dsts, 1, src, bytes, threadIdx.x, blockDim.x);
   }
 }
 
@@ -585,6 +639,14 @@ __forceinline__ __device__ void blockCopy(char* dst, const char* src, u64 bytes)
 __device__ void broadcastScatterGather(const Comm* c, const Call& call, char* const* src, char* const* dst, u64 bytes) {
   const int rank = c->rank;
   const int root = call.root;
+  if (N == 2) {
+    // one peer: scattering first would send the same bytes in two steps; the root stores them once
+    if (rank == root) {
+      char* dsts[2] = {dst[1 - root], call.recv};
+      multiCopy(dsts, call.inPlace ? 1 : 2, call.send, bytes, gtid(), gthreads());
+    }
+    return;
+  }
   u64 begin, end, from, to;
   byteSlice(bytes, rank, begin, end);
   blockPart(begin, end, from, to);
@@ -666,17 +728,23 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
     case kBroadcast:
       broadcastScatterGather(c, call, src, dst, bytes);
       break;
-    case kAllGather:
-      // destinations in rotation from this rank: at each step every rank feeds a different peer
-      for (int s = 0; s < N; s++) {
-        int q = (rank + s) % N;
-        if (q != rank || !call.inPlace) {
-          gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send, bytes);
-        }
+    case kAllGather: {
+      // every word of the slice loaded once and stored into every rank's slot (peers first, in
+      // rotation from this rank, so that no rank's links take every peer's stores at once)
+      char* dsts[kMaxRanks];
+      int nDst = 0;
+      for (int s = 1; s < N; s++) {
+        dsts[nDst++] = dst[(rank + s) % N] + static_cast<u64>(rank) * bytes;
       }
+      if (!call.inPlace) {
+        dsts[nDst++] = call.recv + static_cast<u64>(rank) * bytes;
+      }
+      multiCopy(dsts, nDst, call.send, bytes, gtid(), gthreads());
       break;
+    }
     case kAllToAll:
-      for (int s = 0; s < N; s++) {
+      // peers in rotation from this rank (at each step every rank feeds a different peer), own slot last
+      for (int s = 1; s <= N; s++) {
         int q = (rank + s) % N;
         gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send + static_cast<u64>(q) * bytes, bytes);
       }
@@ -804,8 +872,9 @@ __device__ void p2pRecv(const Comm* c, const P2pOp& op, int block) {
     __syncthreads();
   }
   if (status == 0 && data != nullptr) {
-    jmscclpp::copy(op.buffer, data, op.bytes, static_cast<u32>(block * blockDim.x + threadIdx.x),
-                   static_cast<u32>(op.blocks * blockDim.x));
+    char* dsts[1] = {op.buffer};
+    multiCopy(dsts, 1, data, op.bytes, static_cast<u64>(block) * blockDim.x + threadIdx.x,
+              static_cast<u64>(op.blocks) * blockDim.x);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
