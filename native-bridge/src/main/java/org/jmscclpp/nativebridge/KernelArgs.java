@@ -91,6 +91,23 @@ public final class KernelArgs {
         return offsets.length;
     }
 
+    /**
+     * Overwrites the value of parameter {@code index} with {@code value}, which must have its size:
+     * a launch copies the parameters, so one KernelArgs can serve every launch of a kernel whose
+     * values change from call to call, with no allocation. Not thread-safe: whoever shares an
+     * instance serializes its {@code set}s and launches.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for an index out of range or a value
+     *                           of another size
+     */
+    public void set(int index, byte[] value) {
+        if (index < 0 || index >= sizes.length || value.length != sizes[index]) {
+            throw Builder.invalid("parameter " + index + " of " + sizes.length + " takes " + (index < 0
+                    || index >= sizes.length ? "nothing" : sizes[index] + " bytes") + ", not " + value.length);
+        }
+        block.write(base + offsets[index], value, 0, value.length);
+    }
+
     /** The {@code void**} for {@code cuLaunchKernel}; valid while this object is reachable. */
     Pointer params() {
         return block.share(base + arrayOffset);

@@ -97,6 +97,7 @@ struct Comm {
   u64 offIn;                                     // 168 the staged IN area
   u64 offOut;                                    // 176 the staged OUT area
   u64 stagedBytes;                               // 184 bytes of each staged area
+  u32* finished;                                 // 192 blocks of the running kernel that finished, for done
 };
 
 // One collective, passed by value.
@@ -111,6 +112,8 @@ struct Call {
   int inPlace;       // 68 NCCL's in-place form (never when staged)
   int staged;        // 72
   int elementBytes;  // 76
+  u64* done;         // 80 pinned host memory: written with doneValue once every block finished; or null
+  u64 doneValue;     // 88
 };
 
 __forceinline__ __device__ int peerIndex(int q, int rank) { return q < rank ? q : q - 1; }
@@ -295,6 +298,55 @@ __device__ void multiCopy(char* const* dsts, int nDst, const char* src, u64 byte
     char c = src[b];
     for (int d = 0; d < nDst; d++) {
       dsts[d][b] = c;
+    }
+  }
+}
+
+// Copies `bytes` from srcs[d] to dsts[d] for every d < N at once, as thread `tid` of `nThreads`:
+// every pair's words are in flight together (an alltoall feeds every peer at the same time, the
+// local slot among them), 16-byte words when every pointer is 16-byte aligned, jmscclpp::copy per
+// pair otherwise.
+__device__ void pairsCopy(char* const* dsts, const char* const* srcs, u64 bytes, u64 tid, u64 nThreads) {
+  constexpr int U = N <= 2 ? 4 : (N <= 4 ? 2 : 1);
+  bool vector = true;
+  for (int d = 0; d < N; d++) {
+    vector = vector && aligned(srcs[d], 16) && aligned(dsts[d], 16);
+  }
+  if (!vector) {
+    for (int d = 0; d < N; d++) {
+      jmscclpp::copy(dsts[d], srcs[d], bytes, static_cast<u32>(tid), static_cast<u32>(nThreads));
+    }
+    return;
+  }
+  const u64 words = bytes / 16;
+  u64 i = tid;
+  for (; i + (U - 1) * nThreads < words; i += U * nThreads) {
+    uint4 v[N][U];
+#pragma unroll
+    for (int d = 0; d < N; d++) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        v[d][u] = reinterpret_cast<const uint4*>(srcs[d])[i + u * nThreads];
+      }
+    }
+#pragma unroll
+    for (int d = 0; d < N; d++) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        reinterpret_cast<uint4*>(dsts[d])[i + u * nThreads] = v[d][u];
+      }
+    }
+  }
+  for (; i < words; i += nThreads) {
+#pragma unroll
+    for (int d = 0; d < N; d++) {
+      reinterpret_cast<uint4*>(dsts[d])[i] = reinterpret_cast<const uint4*>(srcs[d])[i];
+    }
+  }
+  for (u64 b = words * 16 + tid; b < bytes; b += nThreads) {
+#pragma unroll
+    for (int d = 0; d < N; d++) {
+      dsts[d][b] = srcs[d][b];
     }
   }
 }
@@ -742,13 +794,17 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
       multiCopy(dsts, nDst, call.send, bytes, gtid(), gthreads());
       break;
     }
-    case kAllToAll:
-      // peers in rotation from this rank (at each step every rank feeds a different peer), own slot last
-      for (int s = 1; s <= N; s++) {
-        int q = (rank + s) % N;
-        gridCopy(dst[q] + static_cast<u64>(rank) * bytes, call.send + static_cast<u64>(q) * bytes, bytes);
+    case kAllToAll: {
+      // slot q to peer q, every peer (and this rank's own slot) fed at once
+      char* dsts[kMaxRanks];
+      const char* srcs[kMaxRanks];
+      for (int q = 0; q < N; q++) {
+        dsts[q] = dst[q] + static_cast<u64>(rank) * bytes;
+        srcs[q] = call.send + static_cast<u64>(q) * bytes;
       }
+      pairsCopy(dsts, srcs, bytes, gtid(), gthreads());
       break;
+    }
 #endif
     default:
       break;
@@ -759,15 +815,31 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* comm, Call call) {
-  if (*reinterpret_cast<volatile u32*>(comm->failed) != 0) {
-    return;
+// The last block of the kernel to finish tells the host: *call.done = call.doneValue, after every
+// block's stores (each fences before it counts), so a host thread that loads the word with acquire
+// and sees the value knows the call is over, with no event to query.
+__device__ void tellHost(const Comm* c, const Call& call) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    if (atomicAdd(c->finished, 1u) == gridDim.x - 1) {
+      atomicExch(c->finished, 0u);
+      jmscclpp::storeReleaseSys(call.done, call.doneValue);
+    }
   }
-  const u64 run = comm->runs[blockIdx.x];
-  if (call.algo == 0) {
-    llRun(comm, call, run);
-  } else {
-    directRun(comm, call, run);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* comm, Call call) {
+  if (*reinterpret_cast<volatile u32*>(comm->failed) == 0) {
+    const u64 run = comm->runs[blockIdx.x];
+    if (call.algo == 0) {
+      llRun(comm, call, run);
+    } else {
+      directRun(comm, call, run);
+    }
+  }
+  if (call.done != nullptr) {
+    tellHost(comm, call);
   }
 }
 
