@@ -129,19 +129,19 @@ final class CollTable {
     static String overhead(CallOverhead o) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "# Call overhead at %s (%d elements, %s, %d calls per form): Mono"
-                + " .block() one after another %s us/call", ByteSizes.label(o.size()), o.count(), o.algorithm(),
-                o.calls(), g(o.monoBlockUs())));
+                + " calls issued back to back %s us/call", ByteSizes.label(o.size()), o.count(), o.algorithm(),
+                o.calls(), g(o.monoPipelinedUs())));
         if (o.hasStream()) {
             double over = o.overheadUs();
             sb.append(String.format(Locale.ROOT, ", stream form enqueued back to back %s us/call: Mono - stream ="
                     + " %s us (target <= %s us: %s)%n", g(o.streamUs()), g(over), g(CallOverhead.TARGET_US),
                     over <= CallOverhead.TARGET_US ? "met" : "missed"));
-            sb.append(String.format(Locale.ROOT, "#   also: Mono subscribed together %s us/call; stream form"
-                    + " synchronized after each call %s us/call (Mono .block() - that = %s us)%n",
-                    g(o.monoPipelinedUs()), g(o.streamSyncUs()), g(o.monoBlockUs() - o.streamSyncUs())));
+            sb.append(String.format(Locale.ROOT, "#   waiting for each call: Mono .block() %s us/call, stream form"
+                    + " synchronized after each call %s us/call (Mono - stream = %s us)%n",
+                    g(o.monoBlockUs()), g(o.streamSyncUs()), g(o.monoBlockUs() - o.streamSyncUs())));
         } else {
-            sb.append(String.format(Locale.ROOT, ", subscribed together %s us/call (no stream form here)%n",
-                    g(o.monoPipelinedUs())));
+            sb.append(String.format(Locale.ROOT, "; .block() one after another %s us/call (no stream form here)%n",
+                    g(o.monoBlockUs())));
         }
         return sb.toString();
     }

@@ -10,6 +10,7 @@ import org.jmscclpp.bench.CollOptions;
 import org.jmscclpp.bench.CudaProxyBench;
 import org.jmscclpp.bench.EthernetBench;
 import org.jmscclpp.bench.ProxyBench;
+import org.jmscclpp.bench.TuneCommand;
 import org.jmscclpp.bench.WriteBench;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
@@ -28,6 +29,7 @@ import org.jmscclpp.samples.ExitCodes;
  * jmscclpp bench proxy --backend cuda [options]            the GPU paths between two GPUs beside MSCCL++ C++ 0.10
  * jmscclpp bench coll [options]                            a collective's sweep in nccl-tests' style, beside NCCL
  * jmscclpp bench plot --json RESULTS.json --plot FILE.png   draws a sweep that bench coll --json wrote
+ * jmscclpp bench tune --json SWEEP.json ...                 the tuning table the sweeps measured
  * jmscclpp help                                            this text
  * </pre>
  * Exit codes: 0 success, 1 failure, 2 usage error.
@@ -81,8 +83,9 @@ public final class Main {
             case "proxy" -> ProxyBench.run(rest, out, err);
             case "coll" -> CollBench.run(rest, out, err);
             case "plot" -> CollBench.plot(rest, out, err);
+            case "tune" -> TuneCommand.run(rest, out, err);
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet, coll, plot");
+                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet, coll, plot, tune");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);
                 err.println("       " + WriteBench.SYNOPSIS);
                 err.println("       " + EthernetBench.SYNOPSIS);
@@ -90,6 +93,7 @@ public final class Main {
                 err.println("       " + CudaProxyBench.SYNOPSIS);
                 err.println("       " + CollOptions.SYNOPSIS);
                 err.println("       " + CollBench.PLOT_SYNOPSIS);
+                err.println("       " + TuneCommand.SYNOPSIS);
                 yield ExitCodes.USAGE;
             }
         };

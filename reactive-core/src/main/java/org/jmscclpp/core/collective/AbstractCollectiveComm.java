@@ -72,6 +72,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     /** The deadline of setup, registration and of calls without their own. */
     protected final Duration timeout;
     private final List<Algorithm> algorithms;
+    /** The algorithms of each kind, default first (an empty list for none). */
+    private final java.util.Map<CollectiveKind, List<Algorithm>> byKind = new java.util.EnumMap<>(CollectiveKind.class);
     private final TuningTable tuning;
     private final String topology;
     private final Issuer defaults;
@@ -103,6 +105,9 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         this.size = communicator.size();
         this.timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
         this.algorithms = List.copyOf(algorithms);
+        for (CollectiveKind k : CollectiveKind.values()) {
+            byKind.put(k, this.algorithms.stream().filter(a -> a.kind() == k).toList());
+        }
         this.tuning = options.tuning() != null ? options.tuning() : defaultTuning;
         this.topology = topology;
         this.defaults = new Issuer(CallOptions.defaults());
@@ -427,7 +432,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         if (name == null) {
             name = tuning.choose(kind, size, topology, call.size(size)).orElse(null);
         }
-        List<Algorithm> candidates = algorithms.stream().filter(a -> a.kind() == kind).toList();
+        List<Algorithm> candidates = byKind.get(kind);
         if (candidates.isEmpty()) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "this engine has no " + kind.label()
                     + " algorithm").rank(rank).phase(kind.label()).build();
