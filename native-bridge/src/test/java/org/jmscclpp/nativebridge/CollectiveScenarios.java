@@ -173,7 +173,7 @@ final class CollectiveScenarios {
         String direct = switch (kind) {
             case ALL_REDUCE -> "rsag";
             case REDUCE_SCATTER, REDUCE -> "rs";
-            case SEND, RECV -> "pull";
+            case SEND, RECV -> "direct";
             default -> "memory";
         };
         for (long count : new long[] {0, 1, 7, n - 1, LARGE}) {

@@ -26,7 +26,7 @@ class CudaCollectivesTest {
                 CollectiveKind.BROADCAST, List.of("memory", "ll16"),
                 CollectiveKind.REDUCE, List.of("rs", "ll16"),
                 CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16"),
-                CollectiveKind.SEND, List.of("pull"));
+                CollectiveKind.SEND, List.of("direct"));
         for (CollectiveKind kind : CollectiveSample.KINDS) {
             List<String> names = CollectiveJob.algorithms("cuda", kind).stream().filter(a -> !a.startsWith("test-"))
                     .toList();

@@ -65,7 +65,8 @@ import reactor.core.scheduler.Schedulers;
  * buffers) for small calls and a direct algorithm for large ones: on registered buffers the peers'
  * buffers are read and written in place; otherwise the data is staged through the scratch's IN and
  * OUT areas, in pieces of {@link #STAGED_BYTES} (copies on the stream before and after each piece).
- * Sends and receives are pulled by the receiver. The committed tuning table ({@value #TUNING})
+ * A send stores into a registered receive buffer; otherwise the receiver copies (see the kernel
+ * file's point-to-point section). The committed tuning table ({@value #TUNING})
  * chooses between them.
  *
  * <h2>Errors</h2>
@@ -95,6 +96,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int MAX_BLOCKS = 64;
     static final int MAX_REGISTRATIONS = 4096;
     static final int MAX_P2P = 32;
+    /** The most blocks of one launch of the point-to-point kernel (a wave): fewer than the GPU holds at once. */
+    static final int WAVE_BLOCKS = 256;
     static final int RUN_WORDS = 128;
     /** Bytes of payload one rank sends one peer in an ll16 call, at most. */
     static final long LL_MAX_BYTES = 1L << 20;
@@ -125,23 +128,25 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             "one shot: slot p goes to peer p as LL16 packets");
     static final Algorithm ALL_TO_ALL_MEMORY = new Algorithm(CollectiveKind.ALL_TO_ALL, "memory", 12,
             "every rank stores slot p into peer p's buffer over NVLink");
-    static final Algorithm SEND_PULL = new Algorithm(CollectiveKind.SEND, "pull", 13,
-            "the receiver copies the data from the sender's registered buffer, or from its staged copy, over NVLink");
-    static final Algorithm RECV_PULL = new Algorithm(CollectiveKind.RECV, "pull", 13, SEND_PULL.synopsis());
+    static final Algorithm SEND_DIRECT = new Algorithm(CollectiveKind.SEND, "direct", 13,
+            "the sender stores into a registered receive buffer over NVLink; otherwise the receiver copies from the"
+                    + " sender's registered buffer or its staged copy");
+    static final Algorithm RECV_DIRECT = new Algorithm(CollectiveKind.RECV, "direct", 13, SEND_DIRECT.synopsis());
     /** The direct algorithm of each kind first: it serves any size. */
     static final List<Algorithm> ALGORITHMS = List.of(ALL_REDUCE_RSAG, ALL_REDUCE_LL, ALL_GATHER_MEMORY, ALL_GATHER_LL,
             REDUCE_SCATTER_RS, REDUCE_SCATTER_LL, BROADCAST_MEMORY, BROADCAST_LL, REDUCE_RS, REDUCE_LL,
-            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_PULL, RECV_PULL);
+            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT);
 
     // the Comm structure of the kernel file
-    private static final int COMM_BYTES = 200;
+    private static final int COMM_BYTES = 208;
     private static final int CALL_BYTES = 96;
     // the device state buffer: runs, failed, p2p counters, registration table, semaphores, Comm
     private static final long STATE_RUNS = 0;
     private static final long STATE_FAILED = STATE_RUNS + RUN_WORDS * 8L;
     private static final long STATE_P2P_COUNT = STATE_FAILED + 8;
     private static final long STATE_P2P_DONE = STATE_P2P_COUNT + 2L * MAX_RANKS * 8;
-    private static final long STATE_REGISTRATIONS = STATE_P2P_DONE + MAX_RANKS * 4L;
+    private static final long STATE_P2P_STATE = STATE_P2P_DONE + 2L * MAX_RANKS * 4;
+    private static final long STATE_REGISTRATIONS = STATE_P2P_STATE + 2L * MAX_RANKS * 4 * 8;
     private static final long STATE_SEMAPHORES = STATE_REGISTRATIONS + (long) MAX_REGISTRATIONS * (MAX_RANKS - 1) * 8;
     private static final long STATE_COMM = STATE_SEMAPHORES
             + (long) MAX_BLOCKS * (MAX_RANKS - 1) * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES;
@@ -155,7 +160,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     record Layout(int n, long llSlotBytes, long stagedBytes) {
         static final long DESC = 0;
         static final long P2P_DESC = DESC + 2L * MAX_RANKS * 64;
-        static final long P2P_REPLY = P2P_DESC + MAX_RANKS * 64L;
+        static final long P2P_REPLY = P2P_DESC + MAX_RANKS * 80L;
         static final long LL = 4096;
 
         long in() {
@@ -322,7 +327,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
-                    .putLong(layout.stagedBytes()).putLong(base + STATE_FAILED + 4);
+                    .putLong(layout.stagedBytes()).putLong(base + STATE_FAILED + 4).putLong(base + STATE_P2P_STATE);
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
                         + " bytes, not " + COMM_BYTES).rank(rank).phase(phase).build();
@@ -848,8 +853,27 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         }
         ByteBuffer b = ByteBuffer.allocate(8 + MAX_P2P * 64).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(ops.size()).putInt(0);
+        // blocks: as many as copying the piece wants on an end that may copy (a send always may; a receive
+        // only into an unregistered buffer, else the sender stores and one block waits), at most
+        // WAVE_BLOCKS in all; the ends need not agree, each counts its own
+        int[] blocksOf = new int[ops.size()];
+        int wanted = 0;
+        for (int k = 0; k < ops.size(); k++) {
+            Planned p = ops.get(k);
+            long total = p.call().count() * p.call().type().bytes();
+            long bytes = Math.min(slot, total - Math.min(total, piece * slot));
+            boolean copies = p.call().kind() == CollectiveKind.SEND || !p.descriptor().direct();
+            blocksOf[k] = copies ? (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64) : 1;
+            wanted += blocksOf[k];
+        }
+        if (wanted > WAVE_BLOCKS) {
+            for (int k = 0; k < blocksOf.length; k++) {
+                blocksOf[k] = Math.max(1, blocksOf[k] * WAVE_BLOCKS / wanted);
+            }
+        }
         int nextBlock = 0;
-        for (Planned p : ops) {
+        for (int k = 0; k < ops.size(); k++) {
+            Planned p = ops.get(k);
             CollectiveCall call = p.call();
             boolean isSend = call.kind() == CollectiveKind.SEND;
             long total = call.count() * call.type().bytes();
@@ -869,8 +893,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 }
             } else {
                 buffer = Objects.requireNonNull(call.recv()).address() + from;
+                if (p.descriptor().direct()) {
+                    words[3] = p.descriptor().recvLocation() + from;
+                }
             }
-            int blocks = isSend ? 1 : (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64);
+            int blocks = blocksOf[k];
             for (long word : words) {
                 b.putLong(word);
             }

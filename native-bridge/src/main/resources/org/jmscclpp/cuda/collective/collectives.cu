@@ -86,18 +86,19 @@ struct Comm {
   u64* regTable;                                 //  88 [kMaxRegistrations][kMaxPeers] mapped bases, 0 if none
   MemoryDevice2DeviceSemaphoreDeviceHandle* sems;  // 96 [kMaxBlocks][nPeers]: block b, peer i at b*nPeers+i
   u64* p2pCount;                                 // 104 [2][kMaxRanks]: sends to, receives from each rank
-  u32* p2pDone;                                  // 112 [kMaxRanks] finished blocks of the running receive
+  u32* p2pDone;                                  // 112 [2][kMaxRanks] finished blocks of the running send, receive
   int rank;                                      // 120
   int nRanks;                                    // 124
   u64 offDesc;                                   // 128 [2][kMaxRanks] descriptors, 4 packets each
-  u64 offP2pDesc;                                // 136 [kMaxRanks] send descriptors from each rank, 4 packets
-  u64 offP2pReply;                               // 144 [kMaxRanks] replies from each rank, 5 packets
+  u64 offP2pDesc;                                // 136 [kMaxRanks] boxes of senders: descriptor, done (5 packets)
+  u64 offP2pReply;                               // 144 [kMaxRanks] boxes of receivers: descriptor, done (5 packets)
   u64 offLL;                                     // 152 [2][nRanks] slots of llSlotBytes
   u64 llSlotBytes;                               // 160
   u64 offIn;                                     // 168 the staged IN area
   u64 offOut;                                    // 176 the staged OUT area
   u64 stagedBytes;                               // 184 bytes of each staged area
   u32* finished;                                 // 192 blocks of the running kernel that finished, for done
+  u64* p2pState;                                 // 200 [2][kMaxRanks][4]: block 0's findings for the other blocks
 };
 
 // One collective, passed by value.
@@ -847,14 +848,20 @@ extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* co
 // ---------------------------------------------------------------------------------------------
 // point to point
 //
-// One wave of a group's sends and receives: at most one send to and one receive from each rank.
-// The receiver pulls. A send (one block) writes its descriptor (whose word 2 locates the data: a
-// registration, or 0 for this rank's staged area, where the host copied it) into the receiver's
-// box, then waits for the receiver's reply, which comes once the receiver has copied everything:
-// the send buffer is free when the kernel ends. A receive (one or more blocks) waits for the
-// sender's descriptor, compares it, copies its share, and its last block to finish replies (OK,
-// or the mismatch with the receiver's descriptor, which fails both ranks). Flags are the message
-// numbers of the pair, counted in device memory (p2pCount), so graph replays stay in step.
+// One wave of a group's sends and receives: at most one send to and one receive from each rank,
+// each with as many blocks as the host gave it (the same number on both ends: a function of the
+// size). Each end writes its descriptor into the other's box (the sender's word 2 locates its data:
+// a registration, or 0 for its staged area, where the host copied it; the receiver's word 3 its
+// receive buffer: a registration, or 0), and every block of both ends reads the other's, so both
+// ends reach the same verdict: a mismatch fails both ranks, and the transfer is
+//   push, when the receive buffer is registered: the sender's blocks store into it over NVLink and
+//        the sender's last block to finish writes "done" into the receiver's box;
+//   pull, otherwise: the receiver's blocks copy from the sender's data and the receiver's last block
+//        writes "done" into the sender's box.
+// The end that waits for "done" waits in its block 0; the kernel of either end ends only when the
+// transfer is over, so a send buffer is free and a receive buffer full when it ends. Flags are the
+// message numbers of the pair (p2pCount, device memory: graph replays stay in step), updated by
+// each end's last block to finish, after every block of it read them.
 
 struct P2pOp {
   u64 desc[4];     //  0 this rank's descriptor (SEND or RECV)
@@ -872,96 +879,128 @@ struct P2p {
   P2pOp ops[kMaxP2p];  // 8
 };
 
-__device__ char* p2pDescSlot(char* scratch, const Comm* c, int from) {
-  return scratch + c->offP2pDesc + static_cast<u64>(from) * 4 * sizeof(LL16Packet);
+constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
+
+// The box rank `from` writes into: its descriptor and, for the end that waits, "done".
+__device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from) {
+  return scratch + (fromSender ? c->offP2pDesc : c->offP2pReply) + static_cast<u64>(from) * kP2pBoxPackets * 16;
 }
 
-__device__ char* p2pReplySlot(char* scratch, const Comm* c, int from) {
-  return scratch + c->offP2pReply + static_cast<u64>(from) * 5 * sizeof(LL16Packet);
+// Where a located registration of peer index i is mapped here, or null.
+__device__ char* registered(const Comm* c, int i, u64 location) {
+  if ((location >> 63) == 0) {
+    return nullptr;
+  }
+  u64 index = (location >> 48) & 0x7FFF;
+  u64 base = index < kMaxRegistrations ? c->regTable[index * kMaxPeers + i] : 0;
+  return base == 0 ? nullptr : reinterpret_cast<char*>(base + (location & 0xFFFFFFFFFFFFull));
 }
 
-__device__ void p2pSend(const Comm* c, const P2pOp& op) {
+__device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   const int rank = c->rank;
   const int i = peerIndex(op.peer, rank);
-  const u64 number = c->p2pCount[op.peer] + 1;
+  const bool sender = op.send != 0;
+  const int slot = (sender ? 0 : kMaxRanks) + op.peer;
+  u64* count = &c->p2pCount[slot];
+  u32* finished = &c->p2pDone[slot];
+  u64* shared = c->p2pState + 4 * slot;  // block 0's findings for the others: number, remote, verdict, push
+  const u64 number = *count + 1;
   const u32 flag = static_cast<u32>(number % kFlagPeriod) + 1;
+  LL16Packet* mine = packets(p2pBox(c->scratch, c, !sender, op.peer));
+  __shared__ u64 theirs[4];
+  __shared__ u32 verdict;   // 0 ok, 1 mismatch, 2 unknown registration
+  __shared__ int push;
+  __shared__ char* remote;  // push: the receive buffer (sender's view); pull: the data (receiver's view)
   if (threadIdx.x == 0) {
-    LL16Packet* to = packets(p2pDescSlot(c->peerScratch[i], c, rank));
-    for (int k = 0; k < 4; k++) {
-      to[k].write(op.desc[k], flag);
-    }
-    const LL16Packet* reply = packets(p2pReplySlot(c->scratch, c, op.peer));
-    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
-    uint2 status = reply[0].read(flag, deadline);
-    if (status.x != 0) {
-      u64 theirs[4];
+    if (block == 0) {
+      // Only block 0 reads the other end's box, and in this order: the sender writes its descriptor
+      // and then reads the receiver's; the receiver reads the sender's and only then writes its own.
+      // So neither end can start its next message (writing its box again) before this one's
+      // descriptor was read.
+      LL16Packet* to = packets(p2pBox(c->peerScratch[i], c, sender, rank));
+      if (sender) {
+        for (int k = 0; k < 4; k++) {
+          to[k].write(op.desc[k], flag);
+        }
+      }
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
       for (int k = 0; k < 4; k++) {
-        uint2 v = reply[1 + k].read(flag, deadline);
+        uint2 v = mine[k].read(flag, deadline);
         theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
       }
-      fail(c, status.x == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
+      if (!sender) {
+        for (int k = 0; k < 4; k++) {
+          to[k].write(op.desc[k], flag);
+        }
+      }
+      const u64* sendDesc = sender ? op.desc : theirs;
+      const u64* recvDesc = sender ? theirs : op.desc;
+      const int from = sender ? rank : op.peer;
+      const int dest = sender ? op.peer : rank;
+      u64 sw = sendDesc[0];
+      u64 rw = recvDesc[0];
+      // SEND (7) from `from` to `dest` against RECV (8) of `dest` from `from`: same type, count, algorithm
+      bool same = (sw & 0xFF) == 7 && (rw & 0xFF) == 8 && ((sw >> 8) & 0xFF) == ((rw >> 8) & 0xFF) &&
+                  ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
+                  (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
+      verdict = same ? 0 : 1;
+      push = (recvDesc[3] >> 63) != 0;
+      remote = nullptr;
+      if (same && op.bytes > 0 && push == sender) {
+        remote = push ? registered(c, i, recvDesc[3])
+                      : (sendDesc[2] >> 63) == 0
+                            ? c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N)
+                            : registered(c, i, sendDesc[2]);
+        if (remote == nullptr) {
+          verdict = 2;
+        }
+      }
+      shared[1] = reinterpret_cast<u64>(remote);
+      shared[2] = verdict;
+      shared[3] = static_cast<u64>(push);
+      __threadfence();
+      atomicExch(reinterpret_cast<unsigned long long*>(shared), number);
+    } else {
+      // block 0 of this launch started before this one: wait for what it found
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      while (atomicAdd(reinterpret_cast<unsigned long long*>(shared), 0ull) != number) {
+        if (deadline.expired()) {
+          JMSCCLPP_FAIL("point to point: block 0 did not read the other end's descriptor in time");
+        }
+      }
+      __threadfence();
+      remote = reinterpret_cast<char*>(shared[1]);
+      verdict = static_cast<u32>(shared[2]);
+      push = static_cast<int>(shared[3]);
     }
-    c->p2pCount[op.peer] = number;
-  }
-}
-
-__device__ void p2pRecv(const Comm* c, const P2pOp& op, int block) {
-  const int rank = c->rank;
-  const int i = peerIndex(op.peer, rank);
-  const u64 number = c->p2pCount[kMaxRanks + op.peer] + 1;
-  const u32 flag = static_cast<u32>(number % kFlagPeriod) + 1;
-  __shared__ u64 theirs[4];
-  __shared__ u32 status;
-  if (threadIdx.x == 0) {
-    const LL16Packet* from = packets(p2pDescSlot(c->scratch, c, op.peer));
-    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
-    for (int k = 0; k < 4; k++) {
-      uint2 v = from[k].read(flag, deadline);
-      theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
-    }
-    // SEND (7) from op.peer to this rank against RECV (8) from op.peer: same type, count, algorithm
-    u64 s = theirs[0];
-    u64 r = op.desc[0];
-    bool same = (s & 0xFF) == 7 && (r & 0xFF) == 8 && ((s >> 8) & 0xFF) == ((r >> 8) & 0xFF) &&
-                ((s >> 24) & 0xFF) == ((r >> 24) & 0xFF) && (s >> 40) == static_cast<u64>(rank + 1) &&
-                (r >> 40) == static_cast<u64>(op.peer + 1) && theirs[1] == op.desc[1];
-    status = same ? 0 : 1;
   }
   __syncthreads();
-  const char* data = nullptr;
-  if (status == 0 && op.bytes > 0) {
-    u64 location = theirs[2];
-    if ((location >> 63) == 0) {
-      data = c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N);
-    } else {
-      u64 index = (location >> 48) & 0x7FFF;
-      u64 base = index < kMaxRegistrations ? c->regTable[index * kMaxPeers + i] : 0;
-      data = base == 0 ? nullptr : reinterpret_cast<const char*>(base + (location & 0xFFFFFFFFFFFFull));
-    }
-    if (data == nullptr && threadIdx.x == 0) {
-      status = 2;
-    }
-    __syncthreads();
-  }
-  if (status == 0 && data != nullptr) {
-    char* dsts[1] = {op.buffer};
-    multiCopy(dsts, 1, data, op.bytes, static_cast<u64>(block) * blockDim.x + threadIdx.x,
+  const bool mover = push ? sender : !sender;
+  if (verdict == 0 && mover && op.bytes > 0) {
+    char* dsts[1] = {sender ? remote : op.buffer};
+    multiCopy(dsts, 1, sender ? op.buffer : remote, op.bytes, static_cast<u64>(block) * blockDim.x + threadIdx.x,
               static_cast<u64>(op.blocks) * blockDim.x);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&c->p2pDone[op.peer], 1u) + 1 == static_cast<u32>(op.blocks)) {
-      // the last block of the receive: every share is copied
-      c->p2pDone[op.peer] = 0;
-      c->p2pCount[kMaxRanks + op.peer] = number;
-      LL16Packet* reply = packets(p2pReplySlot(c->peerScratch[i], c, rank));
-      for (int k = 0; k < 4; k++) {
-        reply[1 + k].write(op.desc[k], flag);
+    if (!mover && block == 0) {
+      // the other end moves: wait for its "done" (which carries its verdict on locating the data)
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      uint2 done = mine[4].read(flag, deadline);
+      if (verdict == 0 && done.x != 0) {
+        verdict = done.x;
       }
-      reply[0].write(status, 0u, flag);
-      if (status != 0) {
-        fail(c, status == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
+    }
+    if (verdict != 0 && block == 0) {
+      fail(c, verdict == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
+    }
+    __threadfence_system();
+    if (atomicAdd(finished, 1u) + 1 == static_cast<u32>(op.blocks)) {
+      // every block of this end is done (and read `number`)
+      *finished = 0;
+      *count = number;
+      if (mover) {
+        packets(p2pBox(c->peerScratch[i], c, sender, rank))[4].write(verdict, 0u, flag);
       }
     }
   }
@@ -975,11 +1014,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) pointToPoint(const Comm* 
     const P2pOp& op = p2p.ops[k];
     int b = static_cast<int>(blockIdx.x) - op.firstBlock;
     if (b >= 0 && b < op.blocks) {
-      if (op.send) {
-        p2pSend(comm, op);
-      } else {
-        p2pRecv(comm, op, b);
-      }
+      p2pRun(comm, op, b);
       return;
     }
   }
