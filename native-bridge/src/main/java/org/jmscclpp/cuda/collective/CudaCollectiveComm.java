@@ -98,6 +98,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int MAX_P2P = 32;
     /** The most blocks of one launch of the point-to-point kernel (a wave): fewer than the GPU holds at once. */
     static final int WAVE_BLOCKS = 256;
+    /** From this size of a piece up, a sender stores into a registered receive buffer (collectives.cu's kPushMinBytes). */
+    static final long PUSH_MIN_BYTES = 1L << 20;
     static final int RUN_WORDS = 128;
     /** Bytes of payload one rank sends one peer in an ll16 call, at most. */
     static final long LL_MAX_BYTES = 1L << 20;
@@ -862,7 +864,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             Planned p = ops.get(k);
             long total = p.call().count() * p.call().type().bytes();
             long bytes = Math.min(slot, total - Math.min(total, piece * slot));
-            boolean copies = p.call().kind() == CollectiveKind.SEND || !p.descriptor().direct();
+            boolean copies = p.call().kind() == CollectiveKind.SEND || !p.descriptor().direct() || bytes < PUSH_MIN_BYTES;
             blocksOf[k] = copies ? (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64) : 1;
             wanted += blocksOf[k];
         }

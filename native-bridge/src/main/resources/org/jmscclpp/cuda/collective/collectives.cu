@@ -854,7 +854,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* co
 // a registration, or 0 for its staged area, where the host copied it; the receiver's word 3 its
 // receive buffer: a registration, or 0), and every block of both ends reads the other's, so both
 // ends reach the same verdict: a mismatch fails both ranks, and the transfer is
-//   push, when the receive buffer is registered: the sender's blocks store into it over NVLink and
+//   push, when the receive buffer is registered (and the piece is 1 MiB or more; both ends see its
+//        size): the sender's blocks store into it over NVLink and
 //        the sender's last block to finish writes "done" into the receiver's box;
 //   pull, otherwise: the receiver's blocks copy from the sender's data and the receiver's last block
 //        writes "done" into the sender's box.
@@ -880,6 +881,7 @@ struct P2p {
 };
 
 constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
+constexpr u64 kPushMinBytes = 1ull << 20;
 
 // The box rank `from` writes into: its descriptor and, for the end that waits, "done".
 __device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from) {
@@ -944,7 +946,9 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
                   ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
                   (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
       verdict = same ? 0 : 1;
-      push = (recvDesc[3] >> 63) != 0;
+      // a registered receive buffer is stored into from kPushMinBytes up; below, the one hop fewer of a
+      // copy by the receiver wins (measured on 2 x H200: 1 KiB 6.8 µs pulled, 8.6 pushed)
+      push = (recvDesc[3] >> 63) != 0 && op.bytes >= kPushMinBytes;
       remote = nullptr;
       if (same && op.bytes > 0 && push == sender) {
         remote = push ? registered(c, i, recvDesc[3])
