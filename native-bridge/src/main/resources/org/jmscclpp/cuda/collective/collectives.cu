@@ -998,7 +998,13 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
     if (verdict != 0 && block == 0) {
       fail(c, verdict == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
     }
-    __threadfence_system();
+    // a pushing sender's stores into the peer must reach it before its "done"; the other cases write
+    // nothing the peer reads but that packet (a system fence costs microseconds)
+    if (push && sender) {
+      __threadfence_system();
+    } else {
+      __threadfence();
+    }
     if (atomicAdd(finished, 1u) + 1 == static_cast<u32>(op.blocks)) {
       // every block of this end is done (and read `number`)
       *finished = 0;
