@@ -233,25 +233,12 @@ final class CollectiveScenarios {
         DeviceBuffer recv = recvRoot.slice(start, Math.max(1, recvElements * w));
         DeviceBuffer send;
         if (inPlace) {
-            DeviceBuffer whole = recvRoot.slice(start, Math.max(1, region));
-            switch (kind) {
-                case ALL_GATHER -> {
-                    send = count == 0 ? whole : whole.slice(rank * count * w, count * w);
-                    recv = whole;
-                }
-                case REDUCE_SCATTER -> {
-                    send = whole;
-                    recv = count == 0 ? whole : whole.slice(rank * count * w, count * w);
-                }
-                default -> {
-                    send = whole;
-                    recv = whole;
-                }
-            }
-            if (sendElements > 0) {
-                long at = kind == CollectiveKind.ALL_GATHER ? rank * count * w : 0;
-                long bytes = (kind == CollectiveKind.ALL_GATHER ? count : sendElements) * w;
-                backend.copyFromHost(recvRoot, start + at, inputs[rank].asSlice(0, bytes));
+            CollectiveReference.InPlace layout = CollectiveReference.InPlace.of(kind, recvRoot.slice(start,
+                    Math.max(1, region)), rank, count, w, sendElements);
+            send = layout.send();
+            recv = layout.recv();
+            if (layout.inputBytes() > 0) {
+                backend.copyFromHost(recvRoot, start + layout.inputAt(), inputs[rank].asSlice(0, layout.inputBytes()));
             }
         } else {
             send = sendRoot.slice(offset, Math.max(1, sendElements * w));

@@ -3,6 +3,7 @@ package org.jmscclpp.core.collective;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import org.jmscclpp.core.DeviceBuffer;
 
 /**
  * The tests' own idea of what a collective must produce, written apart from {@link Reductions} so
@@ -32,6 +33,30 @@ public final class CollectiveReference {
     private static final byte[] E5M2_CODES = smallCodes(DataType.FP8_E5M2);
 
     private CollectiveReference() {
+    }
+
+    /**
+     * The buffers of an in-place call in NCCL's layout inside {@code whole} (the larger of the send
+     * and receive ranges), and where this rank's input must be written before the call:
+     * allgather's send is slot {@code rank} of the receive buffer, reducescatter's receive buffer
+     * is slot {@code rank} of the send buffer, the other kinds use one range for both.
+     *
+     * @param inputAt    the offset in {@code whole} of this rank's input
+     * @param inputBytes how many bytes of input go there
+     */
+    public record InPlace(DeviceBuffer send, DeviceBuffer recv, long inputAt, long inputBytes) {
+
+        public static InPlace of(CollectiveKind kind, DeviceBuffer whole, int rank, long count, int width,
+                                 long sendElements) {
+            long slot = rank * count * width;
+            return switch (kind) {
+                case ALL_GATHER -> new InPlace(count == 0 ? whole : whole.slice(slot, count * width), whole, slot,
+                        count * width);
+                case REDUCE_SCATTER -> new InPlace(whole, count == 0 ? whole : whole.slice(slot, count * width), 0,
+                        sendElements * width);
+                default -> new InPlace(whole, whole, 0, sendElements * width);
+            };
+        }
     }
 
     /** Writes {@code count} input elements of {@code rank} (element indices from {@code first}) into {@code dst}. */

@@ -164,24 +164,12 @@ class HostCollectivesTest {
             DeviceBuffer recv = recvRoot.get(r).slice(offset + GUARD, Math.max(1, recvElements * w));
             DeviceBuffer send;
             if (inPlace) {
-                DeviceBuffer whole = recvRoot.get(r).slice(offset + GUARD, Math.max(1, region));
-                switch (kind) {
-                    case ALL_GATHER -> {
-                        send = count == 0 ? whole : whole.slice(r * count * w, count * w);
-                        recv = whole;
-                    }
-                    case REDUCE_SCATTER -> {
-                        send = whole;
-                        recv = count == 0 ? whole : whole.slice(r * count * w, count * w);
-                    }
-                    default -> {
-                        send = whole;
-                        recv = whole;
-                    }
-                }
-                if (sendElements > 0) {
-                    MemorySegment.copy(inputs[r], 0, recvSeg, offset + GUARD + (kind == CollectiveKind.ALL_GATHER
-                            ? r * count * w : 0), (kind == CollectiveKind.ALL_GATHER ? count : sendElements) * w);
+                CollectiveReference.InPlace layout = CollectiveReference.InPlace.of(kind, recvRoot.get(r).slice(
+                        offset + GUARD, Math.max(1, region)), r, count, w, sendElements);
+                send = layout.send();
+                recv = layout.recv();
+                if (layout.inputBytes() > 0) {
+                    MemorySegment.copy(inputs[r], 0, recvSeg, offset + GUARD + layout.inputAt(), layout.inputBytes());
                 }
             } else {
                 send = sendRoot.get(r).slice(offset, Math.max(1, sendElements * w));
