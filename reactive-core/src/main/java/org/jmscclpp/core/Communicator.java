@@ -323,21 +323,7 @@ public final class Communicator implements AutoCloseable {
                     + "setup() ran this step").rank(rank()).peer(s.peer).tag(s.tag).phase(s.phase()).build()));
             queued.clear();
         }
-        RuntimeException first = null;
-        for (AutoCloseable c : toClose) {   // the deque holds newest first
-            try {
-                c.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException re ? re : new IllegalStateException(e);
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        Closeables.closeAll(toClose);   // the deque holds newest first
     }
 
     /** Registers {@code resource} to be closed with the communicator (or closes it now if the communicator is closed). */

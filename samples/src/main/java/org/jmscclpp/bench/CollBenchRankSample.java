@@ -12,6 +12,7 @@ import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
+import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.CollectiveBuffers;
@@ -106,33 +107,13 @@ public final class CollBenchRankSample implements Sample {
             }
             return wrong;
         } finally {
-            closeAll(owned);
+            Closeables.closeAll(owned.reversed());
         }
     }
 
     private static <T extends AutoCloseable> T own(List<AutoCloseable> owned, T resource) {
         owned.add(resource);
         return resource;
-    }
-
-    /** Closes {@code owned} newest first; the first failure is thrown with the others suppressed. */
-    private static void closeAll(List<AutoCloseable> owned) {
-        RuntimeException first = null;
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception e) {
-                RuntimeException r = e instanceof RuntimeException x ? x : new IllegalStateException(e);
-                if (first == null) {
-                    first = r;
-                } else {
-                    first.addSuppressed(r);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
     }
 
     /** Runs the sweep of {@code o} through {@code targets}; rank 0 prints the rows. Returns the wrong elements of every row. */

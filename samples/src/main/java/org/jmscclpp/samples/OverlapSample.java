@@ -6,8 +6,6 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
 import org.jmscclpp.bootstrap.BootstrapOptions;
@@ -264,7 +262,7 @@ public final class OverlapSample implements Sample {
         private final ProxyService proxy;
         private final PortChannel toNext;
         private final PortChannel fromPrevious;
-        private final Deque<AutoCloseable> owned = new ArrayDeque<>();
+        private final Owned owned = new Owned();
         private final Device device;
 
         Ring(TcpBootstrap bs, Communicator comm, Backend backend, Transport transport, Options o) {
@@ -310,8 +308,7 @@ public final class OverlapSample implements Sample {
         }
 
         private <T extends AutoCloseable> T own(T resource) {
-            owned.push(resource);
-            return resource;
+            return owned.own(resource);
         }
 
         Outcome measure() {
@@ -363,17 +360,7 @@ public final class OverlapSample implements Sample {
                     first = e;
                 }
             }
-            while (!owned.isEmpty()) {
-                try {
-                    owned.pop().close();
-                } catch (Exception e) {
-                    if (first == null) {
-                        first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
+            first = owned.closeAfter(first);
             if (first != null) {
                 throw first;
             }

@@ -2,6 +2,9 @@ package org.jmscclpp.samples;
 
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.List;
+import org.jmscclpp.core.Closeables;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Resources a sample creates as it goes (buffers whose size a collective tells, streams, threads),
@@ -20,21 +23,20 @@ final class Owned implements AutoCloseable {
 
     /** Closes every resource, last created first; the first failure is thrown after all were tried, the others suppressed. */
     @Override
-    public synchronized void close() {
-        RuntimeException first = null;
-        while (!resources.isEmpty()) {
-            try {
-                resources.pop().close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
+    public void close() {
+        RuntimeException first = closeAfter(null);
         if (first != null) {
             throw first;
         }
+    }
+
+    /**
+     * Closes every resource, last created first, after {@code failure} (a failure of the caller's own shutdown,
+     * or null); returns it with the close failures suppressed, or the first close failure, or null.
+     */
+    synchronized @Nullable RuntimeException closeAfter(@Nullable RuntimeException failure) {
+        List<AutoCloseable> newestFirst = List.copyOf(resources);   // the deque pushes at its head
+        resources.clear();
+        return Closeables.closeAll(newestFirst, failure);
     }
 }

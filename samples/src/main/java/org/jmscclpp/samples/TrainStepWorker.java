@@ -243,15 +243,7 @@ sealed interface TrainStepWorker extends AutoCloseable permits TrainStepWorker.G
             } catch (RuntimeException e) {
                 first = e;
             }
-            try {
-                owned.close();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
+            first = owned.closeAfter(first);
             if (first != null) {
                 throw first;
             }
@@ -382,15 +374,7 @@ sealed interface TrainStepWorker extends AutoCloseable permits TrainStepWorker.G
                     queue.shutdownNow();
                 }
             }
-            try {
-                owned.close();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
+            first = owned.closeAfter(first);
             if (first != null) {
                 throw first;
             }

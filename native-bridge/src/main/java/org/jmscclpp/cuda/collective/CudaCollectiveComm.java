@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
@@ -344,7 +345,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             comm.startWatch();
             return comm;
         } catch (RuntimeException e) {
-            closeAll(owned, e);
+            Closeables.closeAll(owned.reversed(), e);
+            owned.clear();
             throw e;
         }
     }
@@ -354,18 +356,6 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         return resource;
     }
 
-    private static void closeAll(List<AutoCloseable> owned, @Nullable RuntimeException into) {
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception e) {
-                if (into != null) {
-                    into.addSuppressed(e);
-                }
-            }
-        }
-        owned.clear();
-    }
 
     /** Every rank must stage through areas of one size and use one tag: compared over the bootstrap. */
     private static void agree(Communicator communicator, int rank, int n, long stagedBytes, int tag, Duration timeout,
@@ -537,7 +527,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             p.sink().error(invalid(rank, "close", "the collective communicator was closed before " + p.what()
                     + " completed"));
         }
-        closeAll(owned, first);
+        Closeables.closeAll(owned.reversed(), first);   // close failures ride on the timeout, if any, else are dropped
+        owned.clear();
         if (first != null && first.getSuppressed().length == 0 && first instanceof JmscclppException j
                 && j.code() == ErrorCode.TIMEOUT) {
             throw first;

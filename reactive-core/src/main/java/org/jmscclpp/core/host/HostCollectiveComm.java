@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceBufferSlice;
@@ -318,21 +319,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             left.done().tryEmitError(JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator"
                     + " was closed before this call ran").rank(rank).phase("close").build());
         }
-        RuntimeException first = null;
-        for (AutoCloseable c : concat(peerScratch, List.of(scratchMemory, scratch))) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        Closeables.closeAll(concat(peerScratch, List.of(scratchMemory, scratch)));
     }
 
     private static List<AutoCloseable> concat(List<? extends AutoCloseable> a, List<? extends AutoCloseable> b) {
