@@ -1,7 +1,6 @@
 package org.jmscclpp.nativebridge;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -10,6 +9,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 
@@ -85,16 +85,7 @@ final class DeviceHeaders {
     }
 
     private static String read(String name) {
-        String resource = RESOURCE_ROOT + name;
-        try (InputStream in = DeviceHeaders.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the device header " + resource
-                        + " is not on the class path").phase("device headers").build();
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot read the device header " + resource)
-                    .phase("device headers").cause(e).build();
-        }
+        return ClassPathResources.text(DeviceHeaders.class.getClassLoader(), RESOURCE_ROOT + name, "device header",
+                "device headers");
     }
 }

@@ -1,12 +1,10 @@
 package org.jmscclpp.nativebridge;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -49,17 +47,8 @@ public final class DeviceKernels {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no kernel file '" + file + "'; the files are "
                     + FILES).phase("device kernels").build();
         }
-        String resource = RESOURCE_ROOT + file + ".cu";
-        try (InputStream in = DeviceKernels.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the kernel source " + resource
-                        + " is not on the class path").phase("device kernels").build();
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot read the kernel source " + resource)
-                    .phase("device kernels").cause(e).build();
-        }
+        return ClassPathResources.text(DeviceKernels.class.getClassLoader(), RESOURCE_ROOT + file + ".cu",
+                "kernel source", "device kernels");
     }
 
     /**

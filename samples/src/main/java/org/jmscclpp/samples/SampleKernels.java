@@ -1,10 +1,6 @@
 package org.jmscclpp.samples;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.CudaModule;
 import org.jmscclpp.nativebridge.DeviceKernels;
@@ -23,17 +19,8 @@ final class SampleKernels {
 
     /** The source of {@code NAME.cu}; SYSTEM_ERROR when the resource is missing. */
     static String source(String name) {
-        String resource = RESOURCE_ROOT + name + ".cu";
-        try (InputStream in = SampleKernels.class.getClassLoader().getResourceAsStream(resource)) {
-            if (in == null) {
-                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the kernel source " + resource
-                        + " is not on the class path").phase("sample kernels").build();
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot read the kernel source " + resource)
-                    .phase("sample kernels").cause(e).build();
-        }
+        return ClassPathResources.text(SampleKernels.class.getClassLoader(), RESOURCE_ROOT + name + ".cu",
+                "kernel source", "sample kernels");
     }
 
     /** The module of {@code NAME.cu} on {@code backend}'s GPU; it lives as long as the backend. */

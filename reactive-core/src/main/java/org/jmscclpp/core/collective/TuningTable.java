@@ -1,12 +1,10 @@
 package org.jmscclpp.core.collective;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 
@@ -94,16 +92,7 @@ public final class TuningTable {
      * @throws JmscclppException SYSTEM_ERROR when it is missing or unreadable; INVALID_USAGE when malformed
      */
     public static TuningTable resource(ClassLoader loader, String path) {
-        try (InputStream in = loader.getResourceAsStream(path)) {
-            if (in == null) {
-                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the tuning table " + path
-                        + " is not on the class path").phase("tuning table").build();
-            }
-            return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8), path);
-        } catch (IOException e) {
-            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot read the tuning table " + path)
-                    .phase("tuning table").cause(e).build();
-        }
+        return parse(ClassPathResources.text(loader, path, "tuning table", "tuning table"), path);
     }
 
     /** The algorithm of the first row matching the call, if any. */
