@@ -21,6 +21,20 @@ public final class ByteSizes {
         } else if (v.endsWith("B")) {
             v = v.substring(0, v.length() - 1);
         }
+        long n = scaled(v);
+        if (n >= 0) {
+            return n;
+        }
+        throw new IllegalArgumentException(option + " needs a byte count such as 4096, 4K, 256M or 1G, got '"
+                + value + "'");
+    }
+
+    /**
+     * Digits with an optional suffix K, M or G (upper or lower case; powers of 1024, {@code 1M} is
+     * 1048576): the count, or -1 when {@code value} is not such a count or it overflows.
+     */
+    static long scaled(String value) {
+        String v = value.strip().toUpperCase(Locale.ROOT);
         int shift = 0;
         if (!v.isEmpty()) {
             switch (v.charAt(v.length() - 1)) {
@@ -37,10 +51,9 @@ public final class ByteSizes {
                 return n << shift;
             }
         } catch (NumberFormatException e) {
-            // reported below
+            // not a count
         }
-        throw new IllegalArgumentException(option + " needs a byte count such as 4096, 4K, 256M or 1G, got '"
-                + value + "'");
+        return -1;
     }
 
     /** {@code 4 KiB}, {@code 256 MiB}, {@code 1 GiB} for exact multiples, else {@code 3000 B}. */

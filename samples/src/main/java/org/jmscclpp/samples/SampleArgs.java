@@ -1,7 +1,6 @@
 package org.jmscclpp.samples;
 
 import java.util.List;
-import java.util.Locale;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 
@@ -47,26 +46,9 @@ public final class SampleArgs {
     long count(int i, long least, long most) {
         String opt = args.get(i);
         String v = value(i);
-        String digits = v.strip().toUpperCase(Locale.ROOT);
-        int shift = 0;
-        if (!digits.isEmpty()) {
-            switch (digits.charAt(digits.length() - 1)) {
-                case 'K' -> shift = 10;
-                case 'M' -> shift = 20;
-                case 'G' -> shift = 30;
-                default -> shift = 0;
-            }
-        }
-        if (shift != 0) {
-            digits = digits.substring(0, digits.length() - 1);
-        }
-        try {
-            long x = Long.parseLong(digits);
-            if (x >= 0 && x <= Long.MAX_VALUE >> shift && x << shift >= least && x << shift <= most) {
-                return x << shift;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
+        long x = ByteSizes.scaled(v);
+        if (x >= 0 && x >= least && x <= most) {
+            return x;
         }
         throw usage(opt + " needs a count from " + least + " to " + most + " (K, M, G: powers of 1024), got '" + v
                 + "'");
