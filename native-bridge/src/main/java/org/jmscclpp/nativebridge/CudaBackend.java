@@ -20,6 +20,7 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.DeviceBufferSlice;
 import org.jmscclpp.core.DeviceType;
 import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
@@ -733,7 +734,7 @@ public final class CudaBackend implements Backend {
      * memory of this backend: allocated, mapped or {@linkplain #wrap wrapped} by it, and open.
      */
     public boolean owns(DeviceBuffer buffer) {
-        return org.jmscclpp.core.DeviceBufferSlice.root(buffer) instanceof CudaBuffer b && b.backend() == this
+        return DeviceBufferSlice.root(buffer) instanceof CudaBuffer b && b.backend() == this
                 && !b.isClosed();
     }
 

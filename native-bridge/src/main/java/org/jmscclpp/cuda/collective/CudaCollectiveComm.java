@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -39,13 +40,13 @@ import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.CudaStream;
+import org.jmscclpp.nativebridge.DeviceKernels;
 import org.jmscclpp.nativebridge.Kernel;
 import org.jmscclpp.nativebridge.KernelArgs;
 import org.jmscclpp.nativebridge.LaunchConfig;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * The CUDA backend's collective communicator: the GPUs of one host over CUDA IPC, with the kernels
@@ -233,9 +234,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     // setup
 
     static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
-        return Mono.fromCallable(() -> (CollectiveComm) setUp(communicator, options, tuning))
-                .subscribeOn(Schedulers.fromExecutor(task -> Thread.ofVirtual().name("jmscclpp-collective-setup")
-                        .start(task)));
+        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning));
     }
 
     private static CudaCollectiveComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
@@ -253,12 +252,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             throw invalid(rank, phase, "the CUDA collective engine runs the GPUs of one host; this job has "
                     + communicator.bootstrap().nRanksPerNode() + " of its " + n + " ranks on this host");
         }
-        Duration timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        Duration timeout = timeoutOf(communicator, options);
         long stagedBytes = options.scratchBytes() == 0 ? STAGED_BYTES : (options.scratchBytes() / 2) & ~4095L;
         if (stagedBytes < (1L << 20)) {
             throw invalid(rank, phase, "the CUDA engine needs at least 2 MiB of scratch, got " + options.scratchBytes());
         }
-        agree(communicator, rank, n, stagedBytes, options.tag(), timeout, phase);
+        agree(communicator, 2 * stagedBytes, options.tag(), timeout, phase);   // the IN and OUT areas
         Layout layout = new Layout(n, 2 * LL_MAX_BYTES, stagedBytes);
         int tag = options.tag();
         List<AutoCloseable> owned = new ArrayList<>();
@@ -356,25 +355,6 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         return resource;
     }
 
-
-    /** Every rank must stage through areas of one size and use one tag: compared over the bootstrap. */
-    private static void agree(Communicator communicator, int rank, int n, long stagedBytes, int tag, Duration timeout,
-                              String phase) {
-        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(stagedBytes).putLong(tag).array();
-        byte[] all = Objects.requireNonNull(communicator.bootstrap().allGather(mine, timeout)
-                .timeout(timeout.plusSeconds(5)).block());
-        ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
-        for (int r = 0; r < n; r++) {
-            long s = b.getLong();
-            long t = b.getLong();
-            if (s != stagedBytes || t != tag) {
-                throw invalid(rank, phase, "the ranks set up the collective communicator differently: rank " + rank
-                        + " stages through " + stagedBytes + " bytes with tag " + tag + ", rank " + r + " through "
-                        + s + " with tag " + t);
-            }
-        }
-    }
-
     private static JmscclppException invalid(int rank, String phase, String detail) {
         return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).phase(phase).build();
     }
@@ -385,16 +365,17 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     /** The kernel {@code name} of the module for (type, op), or of the moving module for nulls; compiled on first use. */
     private Kernel kernel(@Nullable DataType type, @Nullable ReduceOp op, String name) {
         synchronized (reducing) {
+            int slot = type == null ? -1 : type.ordinal() * ReduceOp.values().length + Objects.requireNonNull(op).ordinal();
             Kernel k;
             if (type == null) {
                 k = name.equals("collective") ? moveCollective : movePointToPoint;
             } else {
-                k = reducing[type.ordinal() * ReduceOp.values().length + Objects.requireNonNull(op).ordinal()];
+                k = reducing[slot];
             }
             if (k != null) {
                 return k;
             }
-            String module = type == null ? "move" : type.label() + "-" + Objects.requireNonNull(op).label();
+            String module = type == null ? "move" : type.label() + "-" + op.label();
             StringBuilder defines = new StringBuilder();
             defines.append("#define JMSCCLPP_NRANKS ").append(size).append('\n');
             defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS ").append(timeout.toNanos()).append("ULL\n");
@@ -405,7 +386,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 defines.append("#define JMSCCLPP_OP ").append(op.code()).append('\n');
             }
             String source = defines + CudaKernelSource.get(KERNELS);
-            k = org.jmscclpp.nativebridge.DeviceKernels.load(backend, "collectives-" + module + "-n" + size, source)
+            k = DeviceKernels.load(backend, "collectives-" + module + "-n" + size, source)
                     .function(name);
             if (type == null) {
                 if (name.equals("collective")) {
@@ -414,7 +395,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     movePointToPoint = k;
                 }
             } else {
-                reducing[type.ordinal() * ReduceOp.values().length + op.ordinal()] = k;
+                reducing[slot] = k;
             }
             return k;
         }
@@ -446,7 +427,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     protected void check(Planned planned) {
         CollectiveCall call = planned.call();
         if (isLL(planned.algorithm())) {
-            long perPeer = call.count() * call.type().bytes();
+            long perPeer = call.countBytes();
             if (perPeer > LL_MAX_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, call.describe() + ": the ll16 algorithm"
                         + " carries at most " + LL_MAX_BYTES + " bytes per rank, the call " + perPeer).rank(rank)
@@ -459,7 +440,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     protected Algorithm adjust(Planned planned) {
         // a table's ll16 for a call beyond its capacity gives way to the direct algorithm
         CollectiveCall call = planned.call();
-        if (isLL(planned.algorithm()) && call.count() * call.type().bytes() > LL_MAX_BYTES) {
+        if (isLL(planned.algorithm()) && call.countBytes() > LL_MAX_BYTES) {
             return ALGORITHMS.stream().filter(a -> a.kind() == call.kind()).findFirst().orElseThrow();
         }
         return planned.algorithm();
@@ -540,9 +521,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * this rank lacks), as {@code ncclCommGetAsyncError} reports; empty while healthy. For the
      * stream form, whose calls have no completion of their own.
      */
-    public java.util.Optional<JmscclppException> asyncError() {
+    public Optional<JmscclppException> asyncError() {
         JmscclppException e = deviceError();
-        return java.util.Optional.ofNullable(e != null ? e : failure().orElse(null));
+        return Optional.ofNullable(e != null ? e : failure().orElse(null));
     }
 
     private @Nullable JmscclppException deviceError() {
@@ -562,11 +543,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         try {
             CallDescriptor m = CallDescriptor.decode(mine, rank);
             CallDescriptor t = CallDescriptor.decode(theirs, peer);
+            boolean sending = m.kind() == CollectiveKind.SEND;
             detail = code == 2 ? "rank " + peer + " runs " + t.describe(this::algorithmName) + " on a registration"
                     + " this rank does not hold, or this rank named one rank " + peer + " lacks"
-                    : code == 3 ? CallDescriptor.pointToPointMismatch(m.kind() == CollectiveKind.SEND ? rank : peer,
-                    m.kind() == CollectiveKind.SEND ? m : t, m.kind() == CollectiveKind.SEND ? peer : rank,
-                    m.kind() == CollectiveKind.SEND ? t : m, this::algorithmName).orElse("sends and receives differ")
+                    : code == 3 ? CallDescriptor.pointToPointMismatch(sending ? rank : peer, sending ? m : t,
+                    sending ? peer : rank, sending ? t : m, this::algorithmName).orElse("sends and receives differ")
                     : "the ranks called different collectives: rank " + rank + " " + m.describe(this::algorithmName)
                     + ", rank " + peer + " " + t.describe(this::algorithmName);
         } catch (JmscclppException e) {
@@ -792,7 +773,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             if (s.count() != r.count() || s.type() != r.type()) {
                 throw invalid(rank, "send/recv", s.describe() + " to itself does not match " + r.describe());
             }
-            long bytes = s.count() * s.type().bytes();
+            long bytes = s.countBytes();
             if (bytes > 0) {
                 on.copyAsync(Objects.requireNonNull(r.recv()).address(), Objects.requireNonNull(s.send()).address(),
                         bytes);
@@ -836,7 +817,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     /** Pieces of at most {@code slot} bytes a message travels in: at least one (an empty message too). */
     private static long pieces(Planned p, long slot) {
-        long bytes = p.call().count() * p.call().type().bytes();
+        long bytes = p.call().countBytes();
         return Math.max(1, (bytes + slot - 1) / slot);
     }
 
@@ -853,7 +834,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         int wanted = 0;
         for (int k = 0; k < ops.size(); k++) {
             Planned p = ops.get(k);
-            long total = p.call().count() * p.call().type().bytes();
+            long total = p.call().countBytes();
             long bytes = Math.min(slot, total - Math.min(total, piece * slot));
             boolean copies = p.call().kind() == CollectiveKind.SEND || !p.descriptor().direct() || bytes < PUSH_MIN_BYTES;
             blocksOf[k] = copies ? (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64) : 1;
@@ -869,7 +850,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             Planned p = ops.get(k);
             CollectiveCall call = p.call();
             boolean isSend = call.kind() == CollectiveKind.SEND;
-            long total = call.count() * call.type().bytes();
+            long total = call.countBytes();
             long from = Math.min(total, piece * slot);
             long bytes = Math.min(slot, total - from);
             long[] words = p.descriptor().words();

@@ -4,12 +4,15 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.jmscclpp.core.Bootstrap;
@@ -73,7 +76,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     protected final Duration timeout;
     private final List<Algorithm> algorithms;
     /** The algorithms of each kind, default first (an empty list for none). */
-    private final java.util.Map<CollectiveKind, List<Algorithm>> byKind = new java.util.EnumMap<>(CollectiveKind.class);
+    private final Map<CollectiveKind, List<Algorithm>> byKind = new EnumMap<>(CollectiveKind.class);
     private final TuningTable tuning;
     private final String topology;
     private final Issuer defaults;
@@ -103,7 +106,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         this.options = options;
         this.rank = communicator.rank();
         this.size = communicator.size();
-        this.timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        this.timeout = timeoutOf(communicator, options);
         this.algorithms = List.copyOf(algorithms);
         for (CollectiveKind k : CollectiveKind.values()) {
             byKind.put(k, this.algorithms.stream().filter(a -> a.kind() == k).toList());
@@ -155,6 +158,41 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     /** Releases the engine's resources; called once by {@link #close()}, after the registrations. */
     protected abstract void release();
+
+    // ---------------------------------------------------------------------------------------------
+    // for engines' setup
+
+    /** The deadline of setup, registration and of calls without their own: the options', else the bootstrap's. */
+    protected static Duration timeoutOf(Communicator communicator, CollectiveOptions options) {
+        return options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+    }
+
+    /** Runs an engine's blocking {@code setUp} on a virtual thread of its own, at subscription. */
+    protected static Mono<CollectiveComm> setUpOnVirtualThread(Callable<? extends CollectiveComm> setUp) {
+        return Mono.<CollectiveComm>fromCallable(setUp).subscribeOn(Schedulers.fromExecutor(task -> Thread.ofVirtual()
+                .name("jmscclpp-collective-setup").start(task)));
+    }
+
+    /**
+     * Checks over the bootstrap that every rank sets up with {@code scratchBytes} of scratch and the
+     * options' tag: INVALID_USAGE naming this rank, the first that differs and both values otherwise.
+     */
+    protected static void agree(Communicator communicator, long scratchBytes, int tag, Duration timeout,
+                                String phase) {
+        int rank = communicator.rank();
+        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(scratchBytes).putLong(tag).array();
+        byte[] all = communicator.bootstrap().allGather(mine, timeout).timeout(timeout.plusSeconds(5)).block();
+        ByteBuffer b = ByteBuffer.wrap(Objects.requireNonNull(all)).order(ByteOrder.LITTLE_ENDIAN);
+        for (int r = 0; r < communicator.size(); r++) {
+            long s = b.getLong();
+            long t = b.getLong();
+            if (s != scratchBytes || t != tag) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks set up the collective communicator"
+                        + " differently: rank " + rank + " with " + scratchBytes + " bytes of scratch and tag " + tag
+                        + ", rank " + r + " with " + s + " bytes and tag " + t).rank(rank).peer(r).phase(phase).build();
+            }
+        }
+    }
 
     // ---------------------------------------------------------------------------------------------
     // for engines
@@ -299,49 +337,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     @Override
-    public final Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
-        return defaults.allReduce(send, recv, count, type, op);
-    }
-
-    @Override
-    public final Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
-        return defaults.allGather(send, recv, sendCount, type);
-    }
-
-    @Override
-    public final Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
-                                          ReduceOp op) {
-        return defaults.reduceScatter(send, recv, recvCount, type, op);
-    }
-
-    @Override
-    public final Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
-                                      int root) {
-        return defaults.broadcast(send, recv, count, type, root);
-    }
-
-    @Override
-    public final Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
-                                   ReduceOp op, int root) {
-        return defaults.reduce(send, recv, count, type, op, root);
-    }
-
-    @Override
-    public final Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
-        return defaults.allToAll(send, recv, count, type);
-    }
-
-    @Override
-    public final Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
-        return defaults.send(send, count, type, peer);
-    }
-
-    @Override
-    public final Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
-        return defaults.recv(recv, count, type, peer);
-    }
-
-    @Override
     public final Mono<Void> execute(CollectiveCall call) {
         return defaults.execute(call);
     }
@@ -361,16 +356,13 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     private Mono<Void> submit(List<CollectiveCall> calls, CallOptions callOptions, boolean group) {
         return Mono.defer(() -> {
-            List<Planned> planned = new ArrayList<>(calls.size());
-            for (CollectiveCall call : calls) {
-                planned.add(plan(call, callOptions));
-            }
+            List<Planned> planned = planAll(calls, callOptions);
             Duration limit = callOptions.timeout() != null ? callOptions.timeout() : timeout;
             Mono<Void> run;
             synchronized (lock) {
-                checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
+                Batch batch = nextBatch(calls, planned, limit, group);
                 try {
-                    run = execute(new Batch(++batches, List.copyOf(planned), limit, group));
+                    run = execute(batch);
                 } catch (RuntimeException e) {
                     // part of the batch may be under way on peers already
                     breakWith(e);
@@ -386,14 +378,24 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
      * engines that run calls outside {@link #execute} (a stream form): checks, numbers and returns it.
      */
     protected final Batch planBatch(List<CollectiveCall> calls, CallOptions callOptions, boolean group) {
+        List<Planned> planned = planAll(calls, callOptions);
+        synchronized (lock) {
+            return nextBatch(calls, planned, timeout, group);
+        }
+    }
+
+    private List<Planned> planAll(List<CollectiveCall> calls, CallOptions callOptions) {
         List<Planned> planned = new ArrayList<>(calls.size());
         for (CollectiveCall call : calls) {
             planned.add(plan(call, callOptions));
         }
-        synchronized (lock) {
-            checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
-            return new Batch(++batches, List.copyOf(planned), timeout, group);
-        }
+        return List.copyOf(planned);
+    }
+
+    /** The next batch, numbered; with the lock held, so batches are numbered in issue order. */
+    private Batch nextBatch(List<CollectiveCall> calls, List<Planned> planned, Duration limit, boolean group) {
+        checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
+        return new Batch(++batches, planned, limit, group);
     }
 
     /** The calls {@code calls} records on a group, each checked. */
@@ -405,15 +407,15 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     private Planned plan(CollectiveCall call, CallOptions callOptions) {
         call.validate(rank, size);
-        if (call.sendBytes(rank, size) > 0) {
+        boolean readsSend = call.sendBytes(rank, size) > 0;
+        boolean writesRecv = call.recvBytes(rank, size) > 0;
+        if (readsSend) {
             checkBuffer(Objects.requireNonNull(call.send()), "send");
         }
-        if (call.recvBytes(rank, size) > 0) {
+        if (writesRecv) {
             checkBuffer(Objects.requireNonNull(call.recv()), "recv");
         }
         Algorithm algorithm = chosen(call, callOptions);
-        boolean readsSend = call.sendBytes(rank, size) > 0;
-        boolean writesRecv = call.recvBytes(rank, size) > 0;
         long send = readsSend ? locate(call.send()) : 0;
         long recv = writesRecv ? locate(call.recv()) : 0;
         // in place, an alltoall's rank overwrites the slots its peers read: it stages its data first
@@ -642,7 +644,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         mine.forEach(r -> message.putInt(r.index()));
         Map<Integer, byte[]> received = exchange(message.array(), phase);
         for (Map.Entry<Integer, byte[]> e : received.entrySet()) {
-            if (!java.util.Arrays.equals(e.getValue(), message.array())) {
+            if (!Arrays.equals(e.getValue(), message.array())) {
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "deregister calls are out of step: rank "
                         + e.getKey() + " deregisters other registrations than this rank").rank(rank).peer(e.getKey())
                         .phase(phase).build();
@@ -763,49 +765,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
 
         @Override
-        public Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
-            return one(CollectiveCall.allReduce(send, recv, count, type, op));
-        }
-
-        @Override
-        public Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
-            return one(CollectiveCall.allGather(send, recv, sendCount, type));
-        }
-
-        @Override
-        public Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
-                                        ReduceOp op) {
-            return one(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
-        }
-
-        @Override
-        public Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
-                                    int root) {
-            return one(CollectiveCall.broadcast(send, recv, count, type, root));
-        }
-
-        @Override
-        public Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
-                                 int root) {
-            return one(CollectiveCall.reduce(send, recv, count, type, op, root));
-        }
-
-        @Override
-        public Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
-            return one(CollectiveCall.allToAll(send, recv, count, type));
-        }
-
-        @Override
-        public Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
-            return one(CollectiveCall.send(send, count, type, peer));
-        }
-
-        @Override
-        public Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
-            return one(CollectiveCall.recv(recv, count, type, peer));
-        }
-
-        @Override
         public Mono<Void> execute(CollectiveCall call) {
             return one(Objects.requireNonNull(call, "call"));
         }
@@ -813,11 +772,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         @Override
         public Mono<Void> group(Consumer<CollectiveGroup> calls) {
             Objects.requireNonNull(calls, "calls");
-            return Mono.defer(() -> {
-                Recorder recorder = new Recorder();
-                calls.accept(recorder);
-                return submit(recorder.calls, callOptions, true);
-            });
+            return Mono.defer(() -> submit(record(calls), callOptions, true));
         }
 
         @Override
@@ -896,49 +851,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             Objects.requireNonNull(call, "call").validate(rank, size);
             calls.add(call);
             return this;
-        }
-
-        @Override
-        public CollectiveGroup allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
-            return add(CollectiveCall.allReduce(send, recv, count, type, op));
-        }
-
-        @Override
-        public CollectiveGroup allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
-            return add(CollectiveCall.allGather(send, recv, sendCount, type));
-        }
-
-        @Override
-        public CollectiveGroup reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type,
-                                             ReduceOp op) {
-            return add(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
-        }
-
-        @Override
-        public CollectiveGroup broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
-                                         int root) {
-            return add(CollectiveCall.broadcast(send, recv, count, type, root));
-        }
-
-        @Override
-        public CollectiveGroup reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
-                                      ReduceOp op, int root) {
-            return add(CollectiveCall.reduce(send, recv, count, type, op, root));
-        }
-
-        @Override
-        public CollectiveGroup allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
-            return add(CollectiveCall.allToAll(send, recv, count, type));
-        }
-
-        @Override
-        public CollectiveGroup send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
-            return add(CollectiveCall.send(send, count, type, peer));
-        }
-
-        @Override
-        public CollectiveGroup recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
-            return add(CollectiveCall.recv(recv, count, type, peer));
         }
     }
 }

@@ -75,6 +75,11 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         return kind != CollectiveKind.SEND && (kind != CollectiveKind.REDUCE || rank == root);
     }
 
+    /** Bytes of {@code count} elements: a send's or receive's message, one rank's slot of a slotted buffer. */
+    public long countBytes() {
+        return count * type.bytes();
+    }
+
     /** Bytes of the send buffer this rank reads on {@code n} ranks. */
     public long sendBytes(int rank, int n) {
         return readsSend(rank) ? kind.sendElements(count, n) * type.bytes() : 0;
@@ -101,7 +106,7 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         }
         long s = DeviceBufferSlice.offsetInRoot(send);
         long r = DeviceBufferSlice.offsetInRoot(recv);
-        long slot = rank * count * type.bytes();
+        long slot = rank * countBytes();
         return switch (kind) {
             case ALL_GATHER -> s == r + slot;
             case REDUCE_SCATTER -> r == s + slot;
@@ -159,7 +164,7 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         }
         if (buffer.size() < bytes) {
             throw invalid(rank, "the " + which + " buffer holds " + buffer.size() + " bytes, the call needs " + bytes
-                    + " (" + count + " × " + type + (bytes > count * type.bytes() ? " per rank" : "") + ")");
+                    + " (" + count + " × " + type + (bytes > countBytes() ? " per rank" : "") + ")");
         }
     }
 

@@ -101,30 +101,50 @@ public interface CollectiveComm extends AutoCloseable {
     boolean isRegistered(DeviceBuffer buffer);
 
     /** {@code recv[i] = op(send_0[i], ..., send_{n-1}[i])} for {@code count} elements on every rank. */
-    Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op);
+    default Mono<Void> allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                 ReduceOp op) {
+        return execute(CollectiveCall.allReduce(send, recv, count, type, op));
+    }
 
     /** Slot r of every rank's {@code recv} (n × {@code sendCount} elements) is rank r's {@code send}. */
-    Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type);
+    default Mono<Void> allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type) {
+        return execute(CollectiveCall.allGather(send, recv, sendCount, type));
+    }
 
     /** Rank r's {@code recv} ({@code recvCount} elements) is the reduction of slot r of every rank's {@code send}. */
-    Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
+    default Mono<Void> reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount,
+                                     DataType type, ReduceOp op) {
+        return execute(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
+    }
 
     /** Every rank's {@code recv} gets {@code root}'s {@code send} ({@code send} is ignored elsewhere and may be null). */
-    Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, int root);
+    default Mono<Void> broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                 int root) {
+        return execute(CollectiveCall.broadcast(send, recv, count, type, root));
+    }
 
     /** {@code root}'s {@code recv} gets the reduction of every rank's {@code send} ({@code recv} is ignored elsewhere and may be null). */
-    Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op, int root);
+    default Mono<Void> reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                              ReduceOp op, int root) {
+        return execute(CollectiveCall.reduce(send, recv, count, type, op, root));
+    }
 
     /** Slot p of {@code send} ({@code count} elements) goes to slot r (this rank) of peer p's {@code recv}; in place when send = recv. */
-    Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type);
+    default Mono<Void> allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
+        return execute(CollectiveCall.allToAll(send, recv, count, type));
+    }
 
     /** Sends {@code count} elements to {@code peer}, whose matching {@link #recv} receives them. */
-    Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer);
+    default Mono<Void> send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
+        return execute(CollectiveCall.send(send, count, type, peer));
+    }
 
     /** Receives {@code count} elements from {@code peer}'s matching {@link #send}. */
-    Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer);
+    default Mono<Void> recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
+        return execute(CollectiveCall.recv(recv, count, type, peer));
+    }
 
-    /** Issues one call, as the method of its kind would. */
+    /** Issues one call; every method of a kind above is this call of its {@link CollectiveCall}. */
     Mono<Void> execute(CollectiveCall call);
 
     /**

@@ -10,23 +10,43 @@ import org.jspecify.annotations.Nullable;
  */
 public interface CollectiveGroup {
 
-    CollectiveGroup allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op);
+    default CollectiveGroup allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                      ReduceOp op) {
+        return add(CollectiveCall.allReduce(send, recv, count, type, op));
+    }
 
-    CollectiveGroup allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount, DataType type);
+    default CollectiveGroup allGather(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long sendCount,
+                                      DataType type) {
+        return add(CollectiveCall.allGather(send, recv, sendCount, type));
+    }
 
-    CollectiveGroup reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount, DataType type, ReduceOp op);
+    default CollectiveGroup reduceScatter(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long recvCount,
+                                          DataType type, ReduceOp op) {
+        return add(CollectiveCall.reduceScatter(send, recv, recvCount, type, op));
+    }
 
-    CollectiveGroup broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, int root);
+    default CollectiveGroup broadcast(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                      int root) {
+        return add(CollectiveCall.broadcast(send, recv, count, type, root));
+    }
 
-    CollectiveGroup reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op,
-                           int root);
+    default CollectiveGroup reduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type,
+                                   ReduceOp op, int root) {
+        return add(CollectiveCall.reduce(send, recv, count, type, op, root));
+    }
 
-    CollectiveGroup allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type);
+    default CollectiveGroup allToAll(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type) {
+        return add(CollectiveCall.allToAll(send, recv, count, type));
+    }
 
-    CollectiveGroup send(@Nullable DeviceBuffer send, long count, DataType type, int peer);
+    default CollectiveGroup send(@Nullable DeviceBuffer send, long count, DataType type, int peer) {
+        return add(CollectiveCall.send(send, count, type, peer));
+    }
 
-    CollectiveGroup recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer);
+    default CollectiveGroup recv(@Nullable DeviceBuffer recv, long count, DataType type, int peer) {
+        return add(CollectiveCall.recv(recv, count, type, peer));
+    }
 
-    /** Records {@code call}. */
+    /** Records {@code call}; every method of a kind above is this call of its {@link CollectiveCall}. */
     CollectiveGroup add(CollectiveCall call);
 }

@@ -8,12 +8,14 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
@@ -29,6 +31,7 @@ import org.jmscclpp.core.collective.AbstractCollectiveComm;
 import org.jmscclpp.core.collective.Algorithm;
 import org.jmscclpp.core.collective.CallDescriptor;
 import org.jmscclpp.core.collective.CollectiveCall;
+import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.Reductions;
@@ -186,15 +189,11 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
      * Sets up the communicator: checks that every rank passed the same scratch size, allocates and
      * registers this rank's scratch, and maps every peer's. Runs on a virtual thread.
      */
-    static Mono<org.jmscclpp.core.collective.CollectiveComm> create(Communicator communicator,
-                                                                     CollectiveOptions options, TuningTable tuning) {
-        return Mono.fromCallable(() -> setUp(communicator, options, tuning))
-                .subscribeOn(reactor.core.scheduler.Schedulers.fromExecutor(
-                        task -> Thread.ofVirtual().name("jmscclpp-collective-setup").start(task)));
+    static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
+        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning));
     }
 
-    private static org.jmscclpp.core.collective.CollectiveComm setUp(Communicator communicator,
-                                                                      CollectiveOptions options, TuningTable tuning) {
+    private static HostCollectiveComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
         int rank = communicator.rank();
         int n = communicator.size();
         String phase = "collective setup";
@@ -202,13 +201,13 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the host collective engine runs on the host "
                     + "backend, not " + communicator.backend().name()).rank(rank).phase(phase).build();
         }
-        Duration timeout = options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        Duration timeout = timeoutOf(communicator, options);
         long scratchBytes = options.scratchBytes() == 0 ? DEFAULT_SCRATCH : options.scratchBytes();
         if (scratchBytes < MIN_SCRATCH) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the host engine needs at least " + MIN_SCRATCH
                     + " bytes of scratch, got " + scratchBytes).rank(rank).phase(phase).build();
         }
-        agree(communicator, rank, n, scratchBytes, options.tag(), timeout, phase);
+        agree(communicator, scratchBytes, options.tag(), timeout, phase);
         long chunk = (scratchBytes / 4) & ~63L;
         Layout layout = new Layout(n, chunk);
         List<AutoCloseable> made = new ArrayList<>();
@@ -248,31 +247,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             comm.startWatch();
             return comm;
         } catch (RuntimeException e) {
-            for (int i = made.size() - 1; i >= 0; i--) {
-                try {
-                    made.get(i).close();
-                } catch (Exception suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-            }
+            Closeables.closeAll(made.reversed(), e);
             throw e;
-        }
-    }
-
-    /** Every rank must pass the same scratch size and tag: compared over the bootstrap. */
-    private static void agree(Communicator communicator, int rank, int n, long scratchBytes, int tag, Duration timeout,
-                              String phase) {
-        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(scratchBytes).putLong(tag).array();
-        byte[] all = communicator.bootstrap().allGather(mine, timeout).timeout(timeout.plusSeconds(5)).block();
-        ByteBuffer b = ByteBuffer.wrap(Objects.requireNonNull(all)).order(ByteOrder.LITTLE_ENDIAN);
-        for (int r = 0; r < n; r++) {
-            long s = b.getLong();
-            long t = b.getLong();
-            if (s != scratchBytes || t != tag) {
-                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks set up the collective communicator"
-                        + " differently: rank " + rank + " with " + scratchBytes + " bytes of scratch and tag " + tag
-                        + ", rank " + r + " with " + s + " bytes and tag " + t).rank(rank).peer(r).phase(phase).build();
-            }
         }
     }
 
@@ -319,13 +295,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             left.done().tryEmitError(JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator"
                     + " was closed before this call ran").rank(rank).phase("close").build());
         }
-        Closeables.closeAll(concat(peerScratch, List.of(scratchMemory, scratch)));
-    }
-
-    private static List<AutoCloseable> concat(List<? extends AutoCloseable> a, List<? extends AutoCloseable> b) {
-        List<AutoCloseable> all = new ArrayList<>(a);
-        all.addAll(b);
-        return all;
+        Closeables.closeAll(Stream.concat(peerScratch.stream(), Stream.of(scratchMemory, scratch)).toList());
     }
 
     @Override
@@ -440,6 +410,13 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         }
     }
 
+    /** A message of a mailbox: the descriptor's four words, then {@code extra}. */
+    private static long[] words(CallDescriptor d, long... extra) {
+        long[] w = Arrays.copyOf(d.words(), 4 + extra.length);
+        System.arraycopy(extra, 0, w, 4, extra.length);
+        return w;
+    }
+
     private static void writeWords(MemorySegment s, long offset, long[] words) {
         for (int i = 0; i < words.length; i++) {
             s.set(LONG, offset + 8L * i, words[i]);
@@ -545,10 +522,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
      * returns every rank's descriptor by rank; INVALID_USAGE when they disagree.
      */
     private CallDescriptor[] handshake(CallDescriptor mine, long round, long deadline, String phase) {
-        long[] words = mine.words();
-        long[] message = new long[5];
-        System.arraycopy(words, 0, message, 0, 4);
-        message[4] = round;
+        long[] message = words(mine, round);
         for (int p = 0; p < size; p++) {
             if (p != rank) {
                 writeWords(scratchOf[p], layout.mailbox(rank, round), message);
@@ -764,8 +738,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             }
 
             long bytes() {
-                CollectiveCall c = planned.call();
-                return c.count() * c.type().bytes();
+                return planned.call().countBytes();
             }
 
             String phase() {
@@ -785,12 +758,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                     if (!direct && len > 0) {
                         MemorySegment.copy(sendSegment(planned.call()), from, scratchOf[rank], layout.p2p(peer), len);
                     }
-                    long[] box = new long[7];
-                    System.arraycopy(planned.descriptor().words(), 0, box, 0, 4);
-                    box[4] = chunk;
-                    box[5] = from;
-                    box[6] = len;
-                    writeWords(scratchOf[peer], layout.dataBox(rank), box);
+                    writeWords(scratchOf[peer], layout.dataBox(rank), words(planned.descriptor(), chunk, from, len));
                     signal(peer, DATA);
                     waiting = true;
                     return true;
@@ -822,11 +790,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                 CallDescriptor theirs = CallDescriptor.decode(box, peer);
                 Optional<String> mismatch = CallDescriptor.pointToPointMismatch(peer, theirs, rank,
                         planned.descriptor(), HostCollectiveComm.this::algorithmName);
-                long[] reply = new long[5];
-                System.arraycopy(planned.descriptor().words(), 0, reply, 0, 4);
                 if (mismatch.isPresent() || box[4] != chunk) {
-                    reply[4] = 1;
-                    writeWords(scratchOf[peer], layout.replyBox(rank), reply);
+                    writeWords(scratchOf[peer], layout.replyBox(rank), words(planned.descriptor(), 1));
                     signal(peer, ACK);
                     throw JmscclppException.builder(ErrorCode.INVALID_USAGE, mismatch.orElse("rank " + peer + " sent"
                             + " chunk " + box[4] + " where chunk " + chunk + " was due")).rank(rank).peer(peer)
@@ -848,7 +813,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                         MemorySegment.copy(scratchOf[peer], layout.p2p(rank), to, from, len);
                     }
                 }
-                writeWords(scratchOf[peer], layout.replyBox(rank), reply);
+                writeWords(scratchOf[peer], layout.replyBox(rank), words(planned.descriptor(), 0));
                 signal(peer, ACK);
                 if (from + len == bytes) {
                     done = true;

@@ -9,9 +9,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
+import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CallOptions;
 import org.jmscclpp.core.collective.CollectiveComm;
@@ -19,6 +21,7 @@ import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -147,6 +150,35 @@ class HostCollectiveFaultsTest {
             public void close() {
             }
         };
+    }
+
+    @Test
+    void ranksThatSetUpWithDifferentScratchSizesAllFailNamingTheRanksAndSizes() {
+        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(2);
+        List<HostBackend> backends = List.of(HostBackend.open(), HostBackend.open());
+        List<Communicator> communicators = List.of(Communicator.create(bootstraps.get(0), backends.get(0)),
+                Communicator.create(bootstraps.get(1), backends.get(1)));
+        try {
+            List<Mono<Throwable>> setups = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                CollectiveOptions options = CollectiveOptions.defaults().withScratchBytes((1L + r) << 20);
+                setups.add(CollectiveComm.create(communicators.get(r), options).<Throwable>flatMap(c -> {
+                    c.close();
+                    return Mono.empty();
+                }).onErrorResume(Mono::just).defaultIfEmpty(new AssertionError("the setup succeeded")));
+            }
+            List<Throwable> errors = Flux.mergeSequential(setups).collectList().block(LIMIT);
+            for (int r = 0; r < 2; r++) {
+                String m = usage(errors.get(r)).getMessage();
+                assertTrue(m.contains("set up the collective communicator differently") && m.contains("rank " + r
+                        + " with " + ((1L + r) << 20) + " bytes") && m.contains("rank " + (1 - r) + " with "
+                        + ((2L - r) << 20) + " bytes"), m);
+            }
+        } finally {
+            communicators.forEach(Communicator::close);
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
     }
 
     @Test
