@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.Waiting;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -15,7 +16,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Waiting;
 import org.jspecify.annotations.Nullable;
 
 /**

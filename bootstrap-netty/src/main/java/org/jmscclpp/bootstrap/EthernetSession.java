@@ -1,5 +1,7 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
@@ -24,12 +26,10 @@ import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportProvider;
 import org.jspecify.annotations.Nullable;
 
 /**

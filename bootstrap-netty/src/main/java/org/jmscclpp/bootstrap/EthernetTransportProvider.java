@@ -1,16 +1,16 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.TransportProvider;
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.TransportProvider;
 
 /**
  * Offers {@link Transport#ETHERNET} to the communicator: TCP connections over Netty between ranks
  * on any hosts, for the host backend (shared memory sent as it is) and the CUDA backend (device
  * memory staged through pinned host memory). Listed in this module's
- * {@code META-INF/services/org.jmscclpp.core.TransportProvider}; the communicator opens one
+ * {@code META-INF/services/org.jmscclpp.core.spi.TransportProvider}; the communicator opens one
  * {@link EthernetSession} per communicator. What travels on the sockets is described once, in
  * {@link EthernetWire}.
  *

@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * listening socket of the peer's {@link EthernetSession}: writes flow from dialler to listener,
  * acknowledgements back. A pair of ranks connected both ways thus uses two TCP connections.
  *
- * <h2>Endpoint info (inside {@link org.jmscclpp.core.Endpoint}, through the bootstrap)</h2>
+ * <h2>Endpoint info (inside {@link org.jmscclpp.core.spi.Endpoint}, through the bootstrap)</h2>
  * <pre>
  *  offset  width  field
  *       0     32  the listener's session secret (random per communicator)

@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.HostIdentity;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -28,7 +29,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.HostIdentity;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
 import org.jspecify.annotations.Nullable;

@@ -1,5 +1,7 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -19,8 +21,6 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.Host2DeviceSemaphore;
-import org.jmscclpp.core.Host2HostSemaphore;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;

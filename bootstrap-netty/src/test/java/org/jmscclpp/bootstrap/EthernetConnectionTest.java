@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.Endpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,7 +26,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;

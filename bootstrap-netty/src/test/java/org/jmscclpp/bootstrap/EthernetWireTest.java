@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.spi.TransportProvider;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,7 +22,6 @@ import java.util.ArrayList;
 import java.util.List;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportProvider;
 import org.jmscclpp.core.host.HostBackend;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,5 +1,8 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -12,10 +15,7 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryId;
-import org.jmscclpp.core.PortChannel;
-import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.SemaphoreId;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;

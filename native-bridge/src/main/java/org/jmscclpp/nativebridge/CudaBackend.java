@@ -1,5 +1,7 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import com.sun.jna.Native;
@@ -22,10 +24,8 @@ import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceBufferSlice;
 import org.jmscclpp.core.DeviceType;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.HostIdentity;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

@@ -1,8 +1,8 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.BackendProvider;
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
-import org.jmscclpp.core.BackendProvider;
 import org.jmscclpp.core.JmscclppException;
 
 /**

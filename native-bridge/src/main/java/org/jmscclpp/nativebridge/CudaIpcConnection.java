@@ -1,5 +1,7 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -7,11 +9,9 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionChecks;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;

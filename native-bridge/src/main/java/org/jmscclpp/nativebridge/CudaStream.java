@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.Waiting;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import java.time.Duration;
@@ -7,7 +8,6 @@ import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.Waiting;
 import reactor.core.publisher.Mono;
 
 /**

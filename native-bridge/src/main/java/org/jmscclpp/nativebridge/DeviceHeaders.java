@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.ClassPathResources;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -9,14 +10,13 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 
 /**
  * The CUDA device headers that kernels include: the device side of the fifo, the semaphores, the
  * packets and the channels, each with the byte layout of the Java encoder of the same name
- * ({@code org.jmscclpp.core.DeviceHandles}), and the element-wise reductions of
+ * ({@code org.jmscclpp.core.spi.DeviceHandles}), and the element-wise reductions of
  * {@code org.jmscclpp.core.collective.Reductions}. They are class-path resources under
  * {@value #RESOURCE_ROOT}, named as kernels include them ({@code #include "jmscclpp/jmscclpp.cuh"}),
  * and include no system or CUDA header, so NVRTC compiles them with nothing but these sources:

@@ -1,10 +1,10 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.ClassPathResources;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;

@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.Waiting;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -7,7 +8,6 @@ import java.util.Map;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.Waiting;
 
 /**
  * The cost per call, seen from Java, of the driver calls on the hot paths of the CUDA backend:

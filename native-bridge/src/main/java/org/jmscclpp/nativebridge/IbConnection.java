@@ -1,5 +1,8 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -10,15 +13,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionChecks;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 

@@ -1,5 +1,7 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -14,12 +16,10 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceType;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportProvider;
 import org.jspecify.annotations.Nullable;
 
 /**

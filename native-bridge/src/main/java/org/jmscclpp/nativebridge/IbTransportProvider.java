@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.TransportProvider;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -8,7 +9,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.TransportProvider;
 
 /**
  * InfiniBand verbs ({@code IB0..IB7}) for host memory, through libibverbs: registered in this

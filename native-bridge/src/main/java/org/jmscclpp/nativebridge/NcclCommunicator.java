@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.Waiting;
 import com.sun.jna.Memory;
 import java.lang.ref.Reference;
 import java.time.Duration;
@@ -9,7 +10,6 @@ import java.util.function.IntSupplier;
 import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.Waiting;
 
 /**
  * One rank's NCCL communicator on one GPU ({@link CudaBackend}), for running the same collectives

@@ -1,5 +1,7 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.TransportProviders;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,5 +1,8 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.TransportProviders;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;

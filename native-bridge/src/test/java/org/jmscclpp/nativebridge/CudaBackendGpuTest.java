@@ -1,5 +1,7 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.proxy.Fifo;
+import org.jmscclpp.core.spi.Waiting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,8 +11,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Random;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Fifo;
-import org.jmscclpp.core.Waiting;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;

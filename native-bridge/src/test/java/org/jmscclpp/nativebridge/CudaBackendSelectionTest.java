@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.spi.BackendProvider;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -7,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.Optional;
-import org.jmscclpp.core.BackendProvider;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;

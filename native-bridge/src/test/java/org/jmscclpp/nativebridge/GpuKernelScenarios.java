@@ -1,5 +1,11 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.core.channel.MemoryChannel;
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -9,14 +15,8 @@ import java.util.List;
 import java.util.Map;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Host2DeviceSemaphore;
-import org.jmscclpp.core.MemoryChannel;
-import org.jmscclpp.core.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.MemoryId;
-import org.jmscclpp.core.PortChannel;
-import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.SemaphoreId;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 

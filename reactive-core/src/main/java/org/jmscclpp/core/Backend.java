@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 
 /**

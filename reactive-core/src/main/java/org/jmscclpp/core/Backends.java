@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.spi.BackendProvider;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;

@@ -1,5 +1,14 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Semaphore;
+import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.TransportProviders;
+import org.jmscclpp.core.spi.Waiting;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -327,7 +336,7 @@ public final class Communicator implements AutoCloseable {
     }
 
     /** Registers {@code resource} to be closed with the communicator (or closes it now if the communicator is closed). */
-    <T extends AutoCloseable> T own(T resource) {
+    public <T extends AutoCloseable> T own(T resource) {
         synchronized (lock) {
             if (!closed) {
                 owned.push(resource);

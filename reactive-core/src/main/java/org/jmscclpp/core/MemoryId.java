@@ -1,5 +1,8 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.proxy.ProxyTrigger;
+
 /**
  * A memory added to a {@link ProxyService}: its index there, the value triggers carry in their
  * 9-bit {@code srcMemoryId} and {@code dstMemoryId} fields. Ids belong to the service that issued

@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.semaphore.Semaphore;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,8 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.WireReader;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Collections;

@@ -34,7 +34,7 @@ public enum Transport {
     }
 
     /** The transport numbered {@code ordinal} on the wire, or null if no such transport exists. */
-    static @Nullable Transport ofOrdinalOrNull(int ordinal) {
+    public static @Nullable Transport ofOrdinalOrNull(int ordinal) {
         return ordinal >= 0 && ordinal < VALUES.length ? VALUES[ordinal] : null;
     }
 

@@ -14,19 +14,19 @@ import reactor.core.publisher.Mono;
  * test directory and a {@link Communicator} per rank. {@link #close()} closes communicators, then
  * bootstraps, then the backend.
  */
-final class CommunicatorGroup implements AutoCloseable {
+public final class CommunicatorGroup implements AutoCloseable {
 
-    static final Duration WAIT = Duration.ofSeconds(20);
+    public static final Duration WAIT = Duration.ofSeconds(20);
 
-    final HostBackend backend;
+    public final HostBackend backend;
     final List<InMemoryBootstrap> bootstraps;
     final List<Communicator> comms = new ArrayList<>();
 
-    CommunicatorGroup(int n, Path shmDir) {
+    public CommunicatorGroup(int n, Path shmDir) {
         this(n, shmDir, b -> b);
     }
 
-    CommunicatorGroup(int n, Path shmDir, java.util.function.Function<Bootstrap, Bootstrap> wrap) {
+    public CommunicatorGroup(int n, Path shmDir, java.util.function.Function<Bootstrap, Bootstrap> wrap) {
         backend = HostBackend.open(shmDir);
         bootstraps = InMemoryBootstrap.group(n);
         for (InMemoryBootstrap b : bootstraps) {
@@ -34,16 +34,16 @@ final class CommunicatorGroup implements AutoCloseable {
         }
     }
 
-    Communicator comm(int rank) {
+    public Communicator comm(int rank) {
         return comms.get(rank);
     }
 
-    int size() {
+    public int size() {
         return comms.size();
     }
 
     /** Runs {@code perRank} on every rank concurrently and collects the results by rank. */
-    <T> List<T> onEveryRank(IntFunction<Mono<T>> perRank) {
+    public <T> List<T> onEveryRank(IntFunction<Mono<T>> perRank) {
         return Flux.range(0, size()).flatMapSequential(r -> perRank.apply(r)).collectList().block(WAIT);
     }
 

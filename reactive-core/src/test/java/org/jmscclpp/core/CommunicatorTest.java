@@ -1,5 +1,8 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;

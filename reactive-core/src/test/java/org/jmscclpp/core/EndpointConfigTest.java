@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.core.spi.Endpoint;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

@@ -1,5 +1,6 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.core.spi.Closeables;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +13,6 @@ import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
-import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.CollectiveBuffers;

@@ -11,7 +11,7 @@ import java.util.Optional;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jmscclpp.core.ProxyService.Poller;
+import org.jmscclpp.core.proxy.ProxyService.Poller;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.HotBindingsProbe;
 import org.jmscclpp.samples.ExitCodes;

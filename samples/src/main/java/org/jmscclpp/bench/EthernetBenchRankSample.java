@@ -1,5 +1,7 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.spi.Waiting;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -18,13 +20,11 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.Host2HostSemaphore;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.Waiting;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ByteSizes;

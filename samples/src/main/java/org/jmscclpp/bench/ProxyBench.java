@@ -10,15 +10,15 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jmscclpp.core.ProxyService.Poller;
+import org.jmscclpp.core.proxy.ProxyService.Poller;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.MarkdownTable;
 import org.jspecify.annotations.Nullable;
 
 /**
- * {@code jmscclpp bench proxy}: the {@link org.jmscclpp.core.ProxyService} and
- * {@link org.jmscclpp.core.PortChannel} between two processes, with the virtual-thread poller
+ * {@code jmscclpp bench proxy}: the {@link org.jmscclpp.core.proxy.ProxyService} and
+ * {@link org.jmscclpp.core.channel.PortChannel} between two processes, with the virtual-thread poller
  * beside the platform-thread poller, and the ping-pong beside a C floor. The {@link Launcher} starts
  * two ranks of {@link ProxyBenchRankSample}, which measure with each poller in turn the cost of a
  * trigger pushed from the other process, the trigger rate with 1 to N producer threads, and the

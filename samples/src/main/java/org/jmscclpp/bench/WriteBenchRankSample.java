@@ -1,5 +1,6 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -16,7 +17,6 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.Host2HostSemaphore;
 import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;

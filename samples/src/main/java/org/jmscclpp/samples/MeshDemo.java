@@ -1,5 +1,6 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -14,7 +15,6 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.Host2HostSemaphore;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;

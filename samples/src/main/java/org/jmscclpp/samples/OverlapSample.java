@@ -1,5 +1,9 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -17,14 +21,10 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.Host2DeviceSemaphore;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.MemoryId;
-import org.jmscclpp.core.PortChannel;
-import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.SemaphoreId;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.nativebridge.CudaBackend;

@@ -1,5 +1,8 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.FlushCompletion;
+import org.jmscclpp.core.proxy.ProxyService;
 import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.bootstrap.BootstrapOptions;
@@ -11,11 +14,8 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.FlushCompletion;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryId;
-import org.jmscclpp.core.PortChannel;
-import org.jmscclpp.core.ProxyService;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

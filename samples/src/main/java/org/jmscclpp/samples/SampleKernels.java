@@ -1,6 +1,6 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.core.ClassPathResources;
+import org.jmscclpp.core.spi.ClassPathResources;
 import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.nativebridge.CudaModule;
 import org.jmscclpp.nativebridge.DeviceKernels;

@@ -11,7 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jmscclpp.cli.MainRun;
-import org.jmscclpp.core.ProxyService.Poller;
+import org.jmscclpp.core.proxy.ProxyService.Poller;
 import org.jmscclpp.samples.ExitCodes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

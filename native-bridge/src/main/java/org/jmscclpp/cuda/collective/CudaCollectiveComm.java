@@ -1,5 +1,7 @@
 package org.jmscclpp.cuda.collective;
 
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.spi.Closeables;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -15,14 +17,12 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
-import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

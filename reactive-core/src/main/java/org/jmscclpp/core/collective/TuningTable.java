@@ -1,10 +1,10 @@
 package org.jmscclpp.core.collective;
 
+import org.jmscclpp.core.spi.ClassPathResources;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import org.jmscclpp.core.ClassPathResources;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 

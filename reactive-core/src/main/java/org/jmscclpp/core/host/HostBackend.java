@@ -1,5 +1,7 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,10 +27,8 @@ import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceBufferSlice;
 import org.jmscclpp.core.DeviceType;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.HostIdentity;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -16,7 +18,6 @@ import java.util.Optional;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.jmscclpp.core.Closeables;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceBufferSlice;
@@ -26,7 +27,6 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.Waiting;
 import org.jmscclpp.core.collective.AbstractCollectiveComm;
 import org.jmscclpp.core.collective.Algorithm;
 import org.jmscclpp.core.collective.CallDescriptor;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -8,10 +10,8 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionChecks;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;

@@ -4,7 +4,7 @@
  * is to the GPU backend, a file under {@code /dev/shm} is here.
  *
  * <p>{@link org.jmscclpp.core.host.HostBackend} is the only public class besides its
- * {@link org.jmscclpp.core.BackendProvider}; buffers, handles, the file registry and the
+ * {@link org.jmscclpp.core.spi.BackendProvider}; buffers, handles, the file registry and the
  * connection are package-private machinery.
  */
 @NullMarked

@@ -1,5 +1,8 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.core.spi.BackendProvider;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -26,14 +29,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.jmscclpp.core.Backend;
-import org.jmscclpp.core.BackendProvider;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.HostIdentity;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

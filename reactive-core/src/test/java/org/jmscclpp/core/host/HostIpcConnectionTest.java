@@ -1,5 +1,7 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.core.host.HostBackendTest.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -22,10 +24,8 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Endpoint;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.HostIdentity;
 import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;

@@ -1,5 +1,5 @@
 // jmscclpp device API: memory accesses with explicit scope and order, the clock, deadlines.
-// The Java side of these words is org.jmscclpp.core.Tokens (acquire/release/opaque accesses of
+// The Java side of these words is org.jmscclpp.core.spi.Tokens (acquire/release/opaque accesses of
 // 64-bit words); every other header builds its protocol on the functions here.
 //
 // Self-contained on purpose: no system or CUDA header is included, so the headers compile under

@@ -1,6 +1,6 @@
 // jmscclpp device API: the copy that MemoryChannelDeviceHandle's put and get spread over a group
 // of threads (MSCCL++'s copy_device.hpp). Any addresses and any byte count, as
-// org.jmscclpp.core.MemoryChannel.DeviceHandle#put accepts: the widest access that both ends allow.
+// org.jmscclpp.core.channel.MemoryChannel.DeviceHandle#put accepts: the widest access that both ends allow.
 #ifndef JMSCCLPP_COPY_CUH_
 #define JMSCCLPP_COPY_CUH_
 

@@ -1,5 +1,5 @@
 // jmscclpp device API: pushing proxy triggers into a fifo. The handle has the layout that
-// org.jmscclpp.core.Fifo#encodeDeviceHandle writes; the protocol (lap-parity commit bit, tail,
+// org.jmscclpp.core.proxy.Fifo#encodeDeviceHandle writes; the protocol (lap-parity commit bit, tail,
 // proxy state) is the one of Fifo's class comment and FifoProducer#push.
 #ifndef JMSCCLPP_FIFO_CUH_
 #define JMSCCLPP_FIFO_CUH_

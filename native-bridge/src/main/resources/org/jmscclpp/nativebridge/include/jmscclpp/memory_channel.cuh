@@ -1,6 +1,6 @@
 // jmscclpp device API: direct loads and stores between two GPUs, MSCCL++'s
 // MemoryChannelDeviceHandle. The handle has the layout that
-// org.jmscclpp.core.MemoryChannel#encodeDeviceHandle writes, and its verbs move the bytes that
+// org.jmscclpp.core.channel.MemoryChannel#encodeDeviceHandle writes, and its verbs move the bytes that
 // MemoryChannel.DeviceHandle's verbs of the same name move, at the same offsets and in the same
 // units:
 //   put:           src + originOffset        -> dst + targetOffset            (bytes)

@@ -1,5 +1,5 @@
-// jmscclpp device API: low-latency packets. LL16Packet has the layout of org.jmscclpp.core.LL16Packet,
-// LL8Packet that of org.jmscclpp.core.LL8Packet; copyToPackets and copyFromPackets move payload as
+// jmscclpp device API: low-latency packets. LL16Packet has the layout of org.jmscclpp.core.packet.LL16Packet,
+// LL8Packet that of org.jmscclpp.core.packet.LL8Packet; copyToPackets and copyFromPackets move payload as
 // their Java namesakes (PacketFormat#copyToPackets, #copyFromPackets) do.
 //
 // A packet carries its own flag next to its data and is written with one store and read with one

@@ -1,6 +1,6 @@
 // jmscclpp device API: channels whose data a proxy moves, MSCCL++'s PortChannelDeviceHandle. The
-// handle has the layout of org.jmscclpp.core.PortChannel#encodeDeviceHandle, and its verbs push
-// the triggers that PortChannel's verbs of the same name push; org.jmscclpp.core.ProxyService
+// handle has the layout of org.jmscclpp.core.channel.PortChannel#encodeDeviceHandle, and its verbs push
+// the triggers that PortChannel's verbs of the same name push; org.jmscclpp.core.proxy.ProxyService
 // handles them (DATA: copy, FLAG: raise the peer's semaphore after the data, SYNC: flush, then
 // store position + 1 into this semaphore's flushed-position word).
 //

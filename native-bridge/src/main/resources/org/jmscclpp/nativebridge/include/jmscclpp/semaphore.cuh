@@ -1,7 +1,7 @@
 // jmscclpp device API: semaphores. Host2DeviceSemaphoreDeviceHandle has the layout of
-// org.jmscclpp.core.Host2DeviceSemaphore.DeviceHandle#encode, MemoryDevice2DeviceSemaphoreDeviceHandle
+// org.jmscclpp.core.semaphore.Host2DeviceSemaphore.DeviceHandle#encode, MemoryDevice2DeviceSemaphoreDeviceHandle
 // that of MemoryDevice2DeviceSemaphore.DeviceHandle#encode; their poll and wait are
-// org.jmscclpp.core.InboundToken's.
+// org.jmscclpp.core.semaphore.InboundToken's.
 //
 // A semaphore is a 64-bit token that only grows: the peer adds one per signal, and this side
 // counts the signals it consumed in its expected-inbound word. Only one thread at a time may

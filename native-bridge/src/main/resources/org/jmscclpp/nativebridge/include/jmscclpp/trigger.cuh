@@ -1,4 +1,4 @@
-// jmscclpp device API: the proxy trigger, bit for bit org.jmscclpp.core.ProxyTrigger (and
+// jmscclpp device API: the proxy trigger, bit for bit org.jmscclpp.core.proxy.ProxyTrigger (and
 // MSCCL++'s ProxyTrigger). The Java class comment holds the diagram:
 //
 //   fst: bits 0-31 size, 32-63 srcOffset

@@ -1,0 +1,102 @@
+package org.jmscclpp.core.semaphore;
+
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.DeviceType;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.Tokens;
+import org.jmscclpp.core.spi.Waiting;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.publisher.Mono;
+
+/**
+ * A semaphore that host code signals and host code waits on, on both ranks: MSCCL++'s
+ * {@code Host2HostSemaphore}. The connection must not be {@code CUDA_IPC} and its local device must
+ * be the CPU (the inbound token lives in host memory, where {@link #poll()} reads it).
+ *
+ * <p>{@link #signal()} raises the peer's inbound token through
+ * {@link Connection#updateAndSync}, after everything the connection wrote before it.
+ * {@link #wait(Duration)} and {@link #poll()} consume one signal each. Signal from any number of
+ * threads; wait from one at a time.
+ */
+public final class Host2HostSemaphore {
+
+    private final Semaphore semaphore;
+    private final MemorySegment inbound;
+    private final AtomicLong outbound = new AtomicLong();
+    private final AtomicLong expected = new AtomicLong();
+
+    /** Wraps a semaphore built by {@link Communicator#buildSemaphore}. */
+    public Host2HostSemaphore(Semaphore semaphore) {
+        Connection c = semaphore.connection();
+        if (c.transport() == Transport.CUDA_IPC) {
+            throw invalid(c, "a host-to-host semaphore cannot signal over CUDA_IPC");
+        }
+        if (c.localDevice().type() != DeviceType.CPU) {
+            throw invalid(c, "a host-to-host semaphore needs a connection whose local device is the CPU, not "
+                    + c.localDevice());
+        }
+        this.semaphore = semaphore;
+        this.inbound = semaphore.localMemory().hostSegment();
+    }
+
+    /** Builds the semaphore over {@code connection} with its peer (which must build one too) and wraps it. */
+    public static Mono<Host2HostSemaphore> build(Communicator communicator, Connection connection) {
+        return communicator.buildSemaphore(connection).map(Host2HostSemaphore::new);
+    }
+
+    public Semaphore semaphore() {
+        return semaphore;
+    }
+
+    /** Raises the peer's inbound token by one. */
+    public void signal() {
+        synchronized (outbound) {   // concurrent signals must reach the peer in increasing order
+            semaphore.connection().updateAndSync(semaphore.remoteMemory(), 0, outbound, outbound.get() + 1);
+        }
+    }
+
+    /** Consumes one signal if one has arrived that was not consumed yet; never waits. */
+    public boolean poll() {
+        long e = expected.get();
+        if (Tokens.acquire(inbound, 0) > e) {
+            expected.set(e + 1);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Completes once a signal not consumed before has arrived, and consumes it; errors with
+     * {@link ErrorCode#TIMEOUT} naming the peer after {@code timeout} (nothing is consumed then).
+     * Waits on a virtual thread, spinning briefly and then parking.
+     */
+    public Mono<Void> wait(Duration timeout) {
+        return Mono.defer(() -> {
+            long target = expected.get() + 1;
+            ConnectionContext ctx = semaphore.connection().context();
+            return Waiting.until(() -> Tokens.acquire(inbound, 0) >= target, timeout,
+                    () -> JmscclppException.builder(ErrorCode.TIMEOUT, "no signal " + target + " within "
+                            + timeout.toMillis() + " ms (inbound token is " + Tokens.acquire(inbound, 0) + ")")
+                            .rank(ctx.rank()).peer(ctx.remoteRank()).tag(ctx.tag()).phase("semaphore wait").build())
+                    .doOnSuccess(v -> expected.set(target));
+        });
+    }
+
+    /** {@link #wait(Duration)} with 30 seconds. */
+    public Mono<Void> await() {
+        return wait(Bootstrap.DEFAULT_TIMEOUT);
+    }
+
+    static JmscclppException invalid(Connection c, String detail) {
+        ConnectionContext ctx = c.context();
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(ctx.rank()).peer(ctx.remoteRank())
+                .tag(ctx.tag()).phase("semaphore").build();
+    }
+}

@@ -1,0 +1,69 @@
+package org.jmscclpp.core.semaphore;
+
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.spi.Tokens;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The two token words behind a semaphore over one connection: this rank's inbound token (which
+ * the peer signals) and the peer's inbound token (which this rank signals), as MSCCL++'s
+ * {@code Semaphore} pairs a local and a remote {@code SemaphoreStub}. Built by
+ * {@link Communicator#buildSemaphore}; wrapped by {@link Host2HostSemaphore},
+ * {@link Host2DeviceSemaphore} and {@link MemoryDevice2DeviceSemaphore}, which give the waiting and
+ * signalling verbs.
+ *
+ * <p>Tokens are monotonic 64-bit counters: a signal raises the peer's inbound token by one, a wait
+ * consumes one signal by raising this side's expected value. {@link #close()} frees this rank's
+ * token and unmaps the peer's.
+ */
+public final class Semaphore implements AutoCloseable {
+
+    /** Bytes of one token word. */
+    public static final int TOKEN_BYTES = 8;
+
+    private final Connection connection;
+    private final RegisteredMemory localMemory;
+    private final DeviceBuffer localToken;
+    private final RegisteredMemory remoteMemory;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    public Semaphore(Connection connection, DeviceBuffer localToken, RegisteredMemory localMemory, RegisteredMemory remoteMemory) {
+        this.connection = connection;
+        this.localToken = localToken;
+        this.localMemory = localMemory;
+        this.remoteMemory = remoteMemory;
+    }
+
+    /** The connection whose transport carries the signals. */
+    public Connection connection() {
+        return connection;
+    }
+
+    /** This rank's inbound token, registered with the connection's transport. */
+    public RegisteredMemory localMemory() {
+        return localMemory;
+    }
+
+    /** The peer's inbound token, which this rank signals. */
+    public RegisteredMemory remoteMemory() {
+        return remoteMemory;
+    }
+
+    /** Frees the local token and unmaps the remote one. Idempotent. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            remoteMemory.close();
+            localMemory.close();
+            localToken.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Semaphore[" + connection.context() + ", " + connection.transport() + "]";
+    }
+}

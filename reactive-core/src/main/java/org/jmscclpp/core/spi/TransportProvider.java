@@ -1,0 +1,76 @@
+package org.jmscclpp.core.spi;
+
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import java.util.Optional;
+
+/**
+ * A transport that a module other than the backend's supplies: {@code ETHERNET} (bootstrap-netty)
+ * and {@code IB0..IB7} (native-bridge). Listed in
+ * {@code META-INF/services/org.jmscclpp.core.spi.TransportProvider} of the module that holds it, found
+ * by {@link TransportProviders}, and used by {@link Communicator} for every transport its backend
+ * does not itself connect over ({@link Backend#connectionTransports()}): the backend's own
+ * transports always win.
+ *
+ * <p>A communicator opens one {@link Session} per provider, on the first memory registration or
+ * connection that needs it, and closes it with itself.
+ */
+public interface TransportProvider {
+
+    /** The transports this provider offers. */
+    TransportFlags transports();
+
+    /**
+     * Empty when memory of {@code backend} can move over {@code transport} here; otherwise why
+     * not, naming what is missing ("no RDMA device: /sys/class/infiniband is empty").
+     */
+    Optional<String> unavailableReason(Backend backend, Transport transport);
+
+    /** Opens this provider's state for one communicator over {@code backend}: only called when available. */
+    Session open(Backend backend);
+
+    /**
+     * One communicator's use of a provider: what its connections share (listening sockets,
+     * event loops, device contexts, protection domains).
+     */
+    interface Session extends AutoCloseable {
+
+        /**
+         * Registers a local buffer for {@code transport} and returns what peers need to address it
+         * (an InfiniBand memory region's keys; may be empty). The registration ends when it is
+         * closed, which may happen after the session was closed: the session then releases what
+         * the registration still needs once it ends.
+         */
+        Registration registerMemory(DeviceBuffer buffer, Transport transport);
+
+        /** This rank's endpoint for {@code config} (its transport is one of {@link #transports()}). */
+        Endpoint createEndpoint(EndpointConfig config);
+
+        /**
+         * Connects {@code local} (made by {@link #createEndpoint}) with a peer's {@code remote}
+         * endpoint. Both ranks call it; it returns once the connection can be written.
+         */
+        Connection connect(Endpoint local, Endpoint remote, ConnectionContext context);
+
+        /** Releases what the session holds; connections made from it are closed by their owners first. */
+        @Override
+        void close();
+    }
+
+    /** A buffer registered with a transport; close ends the registration. Idempotent close. */
+    interface Registration extends AutoCloseable {
+
+        /** The bytes a peer needs to address the buffer over the transport (carried in {@link RegisteredMemory}). */
+        byte[] handle();
+
+        @Override
+        void close();
+    }
+}

@@ -1,0 +1,200 @@
+package org.jmscclpp.core.spi;
+
+import org.jmscclpp.core.JmscclppException;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Waiting for a condition on memory that another process or thread writes (a semaphore token), the
+ * way the design asks: spin with {@link Thread#onSpinWait()} for a bounded budget, then park with a
+ * growing delay, so that a waiting virtual thread never owns its carrier for long (two spinning
+ * virtual threads on two carriers delayed a third by a second when they never parked).
+ * Public for the backends in other modules (the CUDA backend polls events this way); not an
+ * application API.
+ */
+public final class Waiting {
+
+    /**
+     * How long a waiter polls before it first parks, in µs (system property
+     * {@code jmscclpp.waitSpinMicros}, default 20): about what a park and wake-up cost, so a short
+     * wait never pays one and a long one never holds a core for long. A spin budget in iterations
+     * would not do: 4096 {@code onSpinWait()} calls took 110 µs on this project's machines and a few
+     * µs elsewhere.
+     */
+    public static final long SPIN_NANOS = Math.max(0, Long.getLong("jmscclpp.waitSpinMicros", 20)) * 1_000;
+    private static final long FIRST_PARK_NANOS = 1_000;
+    private static final long MAX_PARK_NANOS = 100_000;
+    /** Spins between two reads of the clock. */
+    private static final int CLOCK_EVERY = 64;
+
+    /** Virtual threads named {@code jmscclpp-wait}, one per task. */
+    public static final Scheduler VIRTUAL = Schedulers.fromExecutor(
+            task -> Thread.ofVirtual().name("jmscclpp-wait").start(task));
+
+    /**
+     * Threads parked in {@link #await} right now. A transport that stores memory from a thread of
+     * this process (the ETHERNET receiver on its event loop) calls {@link #wake()}, so a waiter
+     * looks again at once instead of when its park step ends: a park is never shorter than the
+     * kernel's timer slack (50 µs on Linux), and on a small busy host the steps decided most of an
+     * ETHERNET round trip.
+     */
+    private static final Set<Thread> PARKED = ConcurrentHashMap.newKeySet();
+
+    /** Longest wait: longer timeouts are cut to it, so deadline arithmetic never overflows. */
+    static final Duration MAX_WAIT = Duration.ofDays(365);
+
+    private Waiting() {
+    }
+
+    /** {@code timeout}, cut to {@link #MAX_WAIT}; negative timeouts count as zero. */
+    public static Duration bounded(Duration timeout) {
+        return timeout.isNegative() ? Duration.ZERO : timeout.compareTo(MAX_WAIT) > 0 ? MAX_WAIT : timeout;
+    }
+
+    /** The {@link System#nanoTime()} at which a wait of {@code timeout} starting now ends (see {@link #bounded}). */
+    public static long deadline(Duration timeout) {
+        return System.nanoTime() + bounded(timeout).toNanos();
+    }
+
+    /**
+     * Blocks the calling thread until {@code condition} holds or {@code deadlineNanos}
+     * ({@link System#nanoTime()}) passes; returns whether the condition held.
+     */
+    public static boolean await(BooleanSupplier condition, long deadlineNanos) {
+        Backoff backoff = new Backoff(MAX_PARK_NANOS);
+        Thread self = null;
+        try {
+            while (true) {
+                if (condition.getAsBoolean()) {
+                    return true;
+                }
+                if (backoff.spinning()) {
+                    continue;
+                }
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                if (Thread.currentThread().isInterrupted()) {
+                    return condition.getAsBoolean();
+                }
+                if (self == null) {
+                    // registered once, when the spinning is over; looked at again after registering,
+                    // since a wake() between the look above and the add would otherwise be missed
+                    self = Thread.currentThread();
+                    PARKED.add(self);
+                    continue;
+                }
+                backoff.park(left);
+            }
+        } finally {
+            if (self != null) {
+                PARKED.remove(self);
+            }
+        }
+    }
+
+    /**
+     * Unparks every thread waiting in {@link #await} (and so in the waits built on it: semaphores,
+     * port channels, packets), which then look at their conditions again. For transports that
+     * write this process's memory from one of its own threads, after each batch of stores. Any
+     * thread; costs one read when nobody waits. Public for the transports in other modules; not
+     * an application API.
+     */
+    public static void wake() {
+        if (!PARKED.isEmpty()) {
+            for (Thread t : PARKED) {
+                LockSupport.unpark(t);
+            }
+        }
+    }
+
+    /**
+     * The pacing of one thread that polls for work: {@link #spinning()} spins (with
+     * {@link Thread#onSpinWait()}) until {@link #SPIN_NANOS} have passed since the thread went
+     * idle; after that {@link #park} parks, doubling from 1 µs up to a maximum. {@link #reset()}
+     * when work arrives. Confined to its thread.
+     */
+    public static final class Backoff {
+        private final long maxParkNanos;
+        private final long spinNanos;
+        private long idleSince = -1;
+        private int spins;
+        private long park = FIRST_PARK_NANOS;
+
+        public Backoff(long maxParkNanos) {
+            this(maxParkNanos, SPIN_NANOS);
+        }
+
+        /** Spins for {@code spinNanos} after going idle (instead of {@link #SPIN_NANOS}) before it parks. */
+        public Backoff(long maxParkNanos, long spinNanos) {
+            this.maxParkNanos = maxParkNanos;
+            this.spinNanos = spinNanos;
+        }
+
+        /** Work arrived: the next idle period starts with spinning again. */
+        public void reset() {
+            idleSince = -1;
+            spins = 0;
+            park = FIRST_PARK_NANOS;
+        }
+
+        /** Spins once and returns true while the spin budget lasts; false once it is spent (then park). */
+        public boolean spinning() {
+            if (idleSince < 0) {
+                idleSince = System.nanoTime();
+            } else if (spins >= 0 && ++spins % CLOCK_EVERY == 0 && System.nanoTime() - idleSince >= spinNanos) {
+                spins = -1;
+            }
+            if (spins < 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+            return true;
+        }
+
+        /** Parks for the current step (at most {@code limitNanos}) and doubles the next one. */
+        public void park(long limitNanos) {
+            LockSupport.parkNanos(Math.min(park, limitNanos));
+            park = Math.min(park * 2, maxParkNanos);
+        }
+    }
+
+    /**
+     * A lazy Mono that completes once {@code condition} holds, checking first on the subscribing
+     * thread and then on a virtual thread; after {@code timeout} it errors with
+     * {@code onTimeout.get()}, and with the exception the condition throws if it throws.
+     * Cancelling stops the waiting thread.
+     */
+    public static Mono<Void> until(BooleanSupplier condition, Duration timeout, Supplier<JmscclppException> onTimeout) {
+        return Mono.defer(() -> {
+            if (condition.getAsBoolean()) {
+                return Mono.empty();
+            }
+            long deadline = deadline(timeout);
+            return Mono.<Void>create(sink -> {
+                Thread waiter = Thread.ofVirtual().name("jmscclpp-wait").unstarted(() -> {
+                    try {
+                        if (await(condition, deadline)) {
+                            sink.success();
+                        } else if (!Thread.currentThread().isInterrupted()) {
+                            sink.error(onTimeout.get());
+                        }
+                    } catch (RuntimeException e) {
+                        // the condition itself failed (a device error found while polling): that is the outcome
+                        sink.error(e);
+                    }
+                });
+                sink.onCancel(waiter::interrupt);
+                waiter.start();
+            });
+        });
+    }
+}

@@ -1,0 +1,41 @@
+package org.jmscclpp.core.spi;
+
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+class WaitingTest {
+
+    @Test
+    void untilCompletesWhenTheConditionHoldsOnTheWaitingThread() {
+        AtomicInteger polls = new AtomicInteger();
+        StepVerifier.create(Waiting.until(() -> polls.incrementAndGet() > 100, Duration.ofSeconds(10),
+                () -> JmscclppException.builder(ErrorCode.TIMEOUT, "late").build()))
+                .expectComplete().verify(Duration.ofSeconds(10));
+    }
+
+    @Test
+    void untilErrorsWithWhatTheConditionThrowsInsteadOfHanging() {
+        AtomicInteger polls = new AtomicInteger();
+        JmscclppException failure = JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the device failed").build();
+        StepVerifier.create(Waiting.until(() -> {
+                    if (polls.incrementAndGet() > 3) {
+                        throw failure;
+                    }
+                    return false;
+                }, Duration.ofSeconds(30), () -> JmscclppException.builder(ErrorCode.TIMEOUT, "late").build()))
+                .expectErrorMatches(e -> e == failure)
+                .verify(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void untilTimesOutWithTheGivenError() {
+        StepVerifier.create(Waiting.until(() -> false, Duration.ofMillis(50),
+                        () -> JmscclppException.builder(ErrorCode.TIMEOUT, "late").build()))
+                .expectErrorMatches(e -> e instanceof JmscclppException j && j.code() == ErrorCode.TIMEOUT)
+                .verify(Duration.ofSeconds(5));
+    }
+}
