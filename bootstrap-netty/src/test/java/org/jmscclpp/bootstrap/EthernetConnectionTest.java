@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.spi.Endpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,7 +28,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.host.HostBackend;
 import org.junit.jupiter.api.AfterEach;

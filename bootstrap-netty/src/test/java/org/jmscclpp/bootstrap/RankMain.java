@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import org.jmscclpp.testkit.BootstrapChecks;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -13,7 +14,6 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import org.jmscclpp.core.BootstrapChecks;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
 import reactor.core.publisher.Mono;

@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.TransportProviders;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.testkit.CollectiveReference;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -14,7 +15,6 @@ import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.CollectiveOptions;
-import org.jmscclpp.core.collective.CollectiveReference;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.Reductions;

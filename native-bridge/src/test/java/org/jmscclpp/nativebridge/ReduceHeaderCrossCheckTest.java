@@ -1,5 +1,6 @@
 package org.jmscclpp.nativebridge;
 
+import org.jmscclpp.testkit.ReductionSamples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,7 +18,6 @@ import java.util.List;
 import java.util.Random;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
-import org.jmscclpp.core.collective.ReductionSamples;
 import org.jmscclpp.core.collective.Reductions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

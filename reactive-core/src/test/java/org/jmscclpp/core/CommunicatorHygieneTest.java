@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.testkit.CommunicatorGroup;
+import org.jmscclpp.testkit.ForwardingBootstrap;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;

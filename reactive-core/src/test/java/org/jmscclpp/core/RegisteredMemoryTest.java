@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.spi.HostIdentity;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,6 +1,6 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.core.InMemoryBootstrap;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

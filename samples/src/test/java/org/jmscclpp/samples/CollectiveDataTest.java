@@ -1,5 +1,6 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -19,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;

@@ -1,15 +1,15 @@
 package org.jmscclpp.core.spi;
 
+import org.jmscclpp.testkit.MemoryChannelPair;
+import org.jmscclpp.testkit.ProxyFixture;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.channel.MemoryChannel;
-import org.jmscclpp.core.channel.MemoryChannelPair;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.proxy.Fifo;
 import org.jmscclpp.core.proxy.FifoLayout;
-import org.jmscclpp.core.proxy.ProxyFixture;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.proxy.ProxyTrigger;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;

@@ -1,11 +1,13 @@
 package org.jmscclpp.core.channel;
 
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.InMemoryBootstrap;
+import org.jmscclpp.testkit.MemoryChannelPair;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
@@ -23,7 +25,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
-import org.jmscclpp.core.host.ChildJvm;
 import org.jmscclpp.core.host.HostBackend;
 
 /**

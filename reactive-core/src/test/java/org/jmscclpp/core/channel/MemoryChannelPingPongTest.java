@@ -1,11 +1,12 @@
 package org.jmscclpp.core.channel;
 
+import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.MemoryChannelPair;
 import org.jmscclpp.core.packet.LL16Packet;
 import org.jmscclpp.core.packet.LL8Packet;
-import org.jmscclpp.core.proxy.FifoTesting;
-import static org.jmscclpp.core.channel.MemoryChannelPair.STEP;
-import static org.jmscclpp.core.channel.MemoryChannelPair.check;
-import static org.jmscclpp.core.channel.MemoryChannelPair.fill;
+import static org.jmscclpp.testkit.MemoryChannelPair.STEP;
+import static org.jmscclpp.testkit.MemoryChannelPair.check;
+import static org.jmscclpp.testkit.MemoryChannelPair.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.lang.foreign.MemorySegment;

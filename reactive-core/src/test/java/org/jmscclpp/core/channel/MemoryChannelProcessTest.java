@@ -1,15 +1,16 @@
 package org.jmscclpp.core.channel;
 
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.proxy.FifoTesting;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Semaphore;
 import org.jmscclpp.core.spi.Endpoint;
@@ -27,7 +28,6 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Stream;
-import org.jmscclpp.core.host.ChildJvm;
 import org.jmscclpp.core.host.HostBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

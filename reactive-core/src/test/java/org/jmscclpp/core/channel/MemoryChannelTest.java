@@ -1,12 +1,13 @@
 package org.jmscclpp.core.channel;
 
+import org.jmscclpp.testkit.MemoryChannelPair;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.HostIdentity;
-import static org.jmscclpp.core.channel.MemoryChannelPair.STEP;
+import static org.jmscclpp.testkit.MemoryChannelPair.STEP;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

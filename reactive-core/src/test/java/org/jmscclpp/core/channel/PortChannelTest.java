@@ -1,11 +1,11 @@
 package org.jmscclpp.core.channel;
 
+import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.ProxyFixture;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.proxy.FifoLayout;
-import org.jmscclpp.core.proxy.FifoTesting;
-import org.jmscclpp.core.proxy.ProxyFixture;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;

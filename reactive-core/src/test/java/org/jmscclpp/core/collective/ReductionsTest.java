@@ -1,5 +1,6 @@
 package org.jmscclpp.core.collective;
 
+import org.jmscclpp.testkit.ReductionSamples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,7 +14,6 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CallOptions;
 import org.jmscclpp.core.collective.CollectiveComm;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.testkit.CollectiveReference;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,12 +13,10 @@ import java.util.List;
 import java.util.function.IntFunction;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.CollectiveOptions;
-import org.jmscclpp.core.collective.CollectiveReference;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.spi.Endpoint;
 import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.core.host.HostBackendTest.assertCode;
@@ -26,7 +27,6 @@ import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.host;
 
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -13,7 +14,6 @@ import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;

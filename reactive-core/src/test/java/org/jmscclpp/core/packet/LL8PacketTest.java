@@ -1,8 +1,8 @@
 package org.jmscclpp.core.packet;
 
+import org.jmscclpp.testkit.FifoTesting;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.proxy.FifoTesting;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.proxy;
 
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.FifoTesting;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.spi.Waiting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,7 +14,6 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
-import org.jmscclpp.core.host.ChildJvm;
 import org.jmscclpp.core.host.HostBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

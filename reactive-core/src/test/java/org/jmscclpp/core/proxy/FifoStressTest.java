@@ -1,5 +1,6 @@
 package org.jmscclpp.core.proxy;
 
+import org.jmscclpp.testkit.FifoTesting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.proxy;
 
+import org.jmscclpp.testkit.FifoTesting;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.proxy;
 
+import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.ProxyFixture;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;

@@ -1,6 +1,6 @@
 package org.jmscclpp.core.spi;
 
-import org.jmscclpp.core.CommunicatorGroup;
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;

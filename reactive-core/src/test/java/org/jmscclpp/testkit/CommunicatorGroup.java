@@ -1,5 +1,7 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.Communicator;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,7 +22,7 @@ public final class CommunicatorGroup implements AutoCloseable {
 
     public final HostBackend backend;
     final List<InMemoryBootstrap> bootstraps;
-    final List<Communicator> comms = new ArrayList<>();
+    public final List<Communicator> comms = new ArrayList<>();
 
     public CommunicatorGroup(int n, Path shmDir) {
         this(n, shmDir, b -> b);

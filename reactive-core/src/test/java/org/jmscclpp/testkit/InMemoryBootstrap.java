@@ -1,5 +1,8 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -8,7 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import org.jmscclpp.core.InMemoryRound.Kind;
+import org.jmscclpp.testkit.InMemoryRound.Kind;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;

@@ -1,5 +1,6 @@
-package org.jmscclpp.core.proxy;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.proxy.Fifo;
 import org.jmscclpp.core.spi.Waiting;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +20,7 @@ public final class FifoTesting {
      *
      * @throws AssertionError when nothing arrives within {@code timeout}
      */
-    static long take(Fifo fifo, long[] out, Duration timeout) {
+    public static long take(Fifo fifo, long[] out, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         long pos = fifo.tail();
         if (!Waiting.await(() -> fifo.poll(out), deadline)) {

@@ -1,5 +1,6 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;

@@ -1,5 +1,6 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.ErrorCode;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

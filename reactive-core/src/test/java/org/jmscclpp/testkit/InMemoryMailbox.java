@@ -1,5 +1,7 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.JmscclppException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;

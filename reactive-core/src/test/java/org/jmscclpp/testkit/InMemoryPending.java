@@ -1,5 +1,7 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;

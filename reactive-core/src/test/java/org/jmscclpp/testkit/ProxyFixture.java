@@ -1,11 +1,11 @@
-package org.jmscclpp.core.proxy;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.proxy.FifoLayout;
+import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.Communicator;
-import org.jmscclpp.core.CommunicatorGroup;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.InMemoryBootstrap;
 import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
@@ -32,7 +32,7 @@ import java.util.function.IntFunction;
 public final class ProxyFixture implements AutoCloseable {
 
     public static final Duration WAIT = CommunicatorGroup.WAIT;
-    static final EndpointConfig HOST_IPC = EndpointConfig.of(Transport.HOST_IPC);
+    public static final EndpointConfig HOST_IPC = EndpointConfig.of(Transport.HOST_IPC);
 
     public final CommunicatorGroup group;
     final List<DeviceBuffer> buffers = new ArrayList<>();
@@ -41,7 +41,7 @@ public final class ProxyFixture implements AutoCloseable {
     public final List<ProxyService> proxies = new ArrayList<>();
     public final List<SemaphoreId> semaphores;
     public final List<MemoryId> dstIds = new ArrayList<>();
-    final List<MemoryId> srcIds = new ArrayList<>();
+    public final List<MemoryId> srcIds = new ArrayList<>();
     public final List<PortChannel> channels = new ArrayList<>();
     /** The destination buffer of a one-rank fixture, else null. */
     final DeviceBuffer selfDestination;
@@ -126,11 +126,11 @@ public final class ProxyFixture implements AutoCloseable {
         return Tokens.acquire(p.fifo().buffer().hostSegment(), FifoLayout.HEAD);
     }
 
-    static long tail(ProxyService p) {
+    public static long tail(ProxyService p) {
         return Tokens.acquire(p.fifo().buffer().hostSegment(), FifoLayout.TAIL);
     }
 
-    static long flushedWord(ProxyService p, SemaphoreId id) {
+    public static long flushedWord(ProxyService p, SemaphoreId id) {
         return Tokens.acquire(p.flushedSegment(), 8L * id.value());
     }
 

@@ -1,5 +1,7 @@
-package org.jmscclpp.core.collective;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.Reductions;
 import java.util.Random;
 
 /**

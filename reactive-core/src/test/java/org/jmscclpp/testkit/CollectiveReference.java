@@ -1,5 +1,9 @@
-package org.jmscclpp.core.collective;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.core.collective.Reductions;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;

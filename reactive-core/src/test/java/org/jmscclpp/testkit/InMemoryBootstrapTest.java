@@ -1,5 +1,8 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,5 +1,6 @@
-package org.jmscclpp.core.host;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.host.HostBackend;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

@@ -1,14 +1,15 @@
-package org.jmscclpp.core;
+package org.jmscclpp.testkit;
 
+import org.jmscclpp.core.Bootstrap;
 import java.time.Duration;
 import reactor.core.publisher.Mono;
 
 /** A bootstrap that forwards everything to another; tests override an operation to break or observe it. */
-class ForwardingBootstrap implements Bootstrap {
+public class ForwardingBootstrap implements Bootstrap {
 
-    final Bootstrap delegate;
+    protected final Bootstrap delegate;
 
-    ForwardingBootstrap(Bootstrap delegate) {
+    public ForwardingBootstrap(Bootstrap delegate) {
         this.delegate = delegate;
     }
 

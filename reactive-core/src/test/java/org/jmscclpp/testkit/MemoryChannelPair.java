@@ -1,13 +1,12 @@
-package org.jmscclpp.core.channel;
+package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.CommunicatorGroup;
+import org.jmscclpp.core.channel.MemoryChannel;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.proxy.FifoTesting;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -26,20 +25,20 @@ import org.jspecify.annotations.Nullable;
 public final class MemoryChannelPair implements AutoCloseable {
 
     /** A wait of one step of a kernel: generous, since a failing peer makes the other wait this long. */
-    static final Duration STEP = Duration.ofSeconds(10);
-    static final Duration RUN = Duration.ofSeconds(60);
-    static final EndpointConfig HOST_IPC = EndpointConfig.of(Transport.HOST_IPC);
+    public static final Duration STEP = Duration.ofSeconds(10);
+    public static final Duration RUN = Duration.ofSeconds(60);
+    public static final EndpointConfig HOST_IPC = EndpointConfig.of(Transport.HOST_IPC);
 
     /** The body of one rank's kernel. */
     @FunctionalInterface
-    interface Kernel {
+    public interface Kernel {
         void run(int rank, MemoryChannel.DeviceHandle handle, MemorySegment data) throws Exception;
     }
 
-    final CommunicatorGroup group;
-    final List<DeviceBuffer> dataBuffers = new ArrayList<>();
-    final List<@Nullable DeviceBuffer> packetBuffers = new ArrayList<>();
-    final List<RegisteredMemory> registered = new ArrayList<>();
+    public final CommunicatorGroup group;
+    public final List<DeviceBuffer> dataBuffers = new ArrayList<>();
+    public final List<@Nullable DeviceBuffer> packetBuffers = new ArrayList<>();
+    public final List<RegisteredMemory> registered = new ArrayList<>();
     public final List<MemoryChannel> channels;
 
     /**
@@ -71,11 +70,11 @@ public final class MemoryChannelPair implements AutoCloseable {
         return m;
     }
 
-    MemorySegment data(int rank) {
+    public MemorySegment data(int rank) {
         return dataBuffers.get(rank).hostSegment();
     }
 
-    MemorySegment packets(int rank) {
+    public MemorySegment packets(int rank) {
         DeviceBuffer p = packetBuffers.get(rank);
         if (p == null) {
             throw new IllegalStateException("this pair has no packet buffers");
@@ -84,7 +83,7 @@ public final class MemoryChannelPair implements AutoCloseable {
     }
 
     /** Runs {@code kernel} on both ranks at once, each on its own thread, and rethrows the first failure. */
-    void run(Kernel kernel) throws Exception {
+    public void run(Kernel kernel) throws Exception {
         try (FifoTesting.Workers workers = new FifoTesting.Workers()) {
             for (int r = 0; r < 2; r++) {
                 int rank = r;
@@ -99,7 +98,7 @@ public final class MemoryChannelPair implements AutoCloseable {
      * Joins {@code workers}, rethrowing a failure as soon as one is known: closing the workers
      * then interrupts the other kernel, whose wait for the failed one ends at once.
      */
-    static void awaitAll(FifoTesting.Workers workers, Duration timeout) throws InterruptedException {
+    public static void awaitAll(FifoTesting.Workers workers, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             workers.check();
@@ -116,14 +115,14 @@ public final class MemoryChannelPair implements AutoCloseable {
     }
 
     /** Sets ints {@code first} to {@code end - 1} of {@code data} to {@code base + j}, {@code j} the index. */
-    static void fill(MemorySegment data, long first, long end, int base) {
+    public static void fill(MemorySegment data, long first, long end, int base) {
         for (long j = first; j < end; j++) {
             data.setAtIndex(ValueLayout.JAVA_INT, j, base + (int) j);
         }
     }
 
     /** Checks that ints {@code first} to {@code end - 1} of {@code data} are {@code base + j}. */
-    static void check(MemorySegment data, long first, long end, int base, String what) {
+    public static void check(MemorySegment data, long first, long end, int base, String what) {
         for (long j = first; j < end; j++) {
             int v = data.getAtIndex(ValueLayout.JAVA_INT, j);
             if (v != base + (int) j) {

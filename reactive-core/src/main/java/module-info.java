@@ -1,0 +1,28 @@
+/**
+ * jmscclpp's core: the API every rank uses (bootstrap, communicator, registered memory, connections), the proxy,
+ * channels, semaphores, packets and collectives, and the host backend that runs CPU ranks end to end.
+ *
+ * <p>{@code org.jmscclpp.core.spi} (what backends and transports implement) is exported to the jmscclpp modules
+ * only; an application never needs it.
+ */
+module org.jmscclpp.core {
+    requires transitive reactor.core;
+    requires transitive org.reactivestreams;
+    requires static transitive org.jspecify;
+
+    exports org.jmscclpp.core;
+    exports org.jmscclpp.core.channel;
+    exports org.jmscclpp.core.collective;
+    exports org.jmscclpp.core.host;
+    exports org.jmscclpp.core.packet;
+    exports org.jmscclpp.core.proxy;
+    exports org.jmscclpp.core.semaphore;
+    exports org.jmscclpp.core.spi to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
+
+    uses org.jmscclpp.core.spi.BackendProvider;
+    uses org.jmscclpp.core.spi.TransportProvider;
+    uses org.jmscclpp.core.collective.CollectiveEngine;
+
+    provides org.jmscclpp.core.spi.BackendProvider with org.jmscclpp.core.host.HostBackendProvider;
+    provides org.jmscclpp.core.collective.CollectiveEngine with org.jmscclpp.core.host.HostCollectiveEngine;
+}
