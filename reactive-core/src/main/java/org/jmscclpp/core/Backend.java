@@ -1,6 +1,6 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -57,18 +57,13 @@ public interface Backend extends AutoCloseable {
      */
     DeviceBuffer importMemory(Transport transport, byte[] handle, long size);
 
-    /** The transports this backend opens connections over. */
-    TransportFlags connectionTransports();
-
-    /** This process's end of a connection described by {@code config} (transport among {@link #connectionTransports()}). */
-    Endpoint createEndpoint(EndpointConfig config);
-
     /**
-     * Opens a connection between a local endpoint and a peer's; the communicator calls this once
-     * both endpoints are known. Incompatible endpoints (other transport, another host for an IPC
-     * transport) are {@link ErrorCode#INVALID_USAGE} naming the peer.
+     * The connections over this backend's own transports ({@link #ipcTransports()}), offered through the same SPI as
+     * every other transport's: the communicator registers memory and connects through it as it does through the
+     * providers of {@code ETHERNET} and {@code IB0..IB7}. Peers on other hosts, or endpoints of another transport,
+     * are {@link ErrorCode#INVALID_USAGE} naming the peer when connecting.
      */
-    Connection connect(Endpoint local, Endpoint remote, ConnectionContext context);
+    TransportProvider ipcTransport();
 
     /** Releases what the backend holds for itself (not the buffers handed out, which their owners close). */
     @Override

@@ -125,14 +125,12 @@ public final class Communicator implements AutoCloseable {
         List<TransportProvider.Registration> registrations = new ArrayList<>();
         try {
             for (Transport t : transports.toSet()) {
-                if (t == Transport.CUDA_IPC || t == Transport.HOST_IPC) {
-                    if (!backend.ipcTransports().has(t)) {
-                        throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + backend.name()
-                                + " backend cannot share memory over " + t + " (it offers " + backend.ipcTransports()
-                                + ")").rank(rank()).phase("registerMemory").build();
-                    }
-                    handles.put(t, backend.exportMemory(buffer, t));
-                } else if (!backend.connectionTransports().has(t) && TransportProviders.find(t) != null) {
+                if ((t == Transport.CUDA_IPC || t == Transport.HOST_IPC) && !backend.ipcTransports().has(t)) {
+                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + backend.name()
+                            + " backend cannot share memory over " + t + " (it offers " + backend.ipcTransports()
+                            + ")").rank(rank()).phase("registerMemory").build();
+                }
+                if (provider(t) != null) {
                     TransportProvider.Registration r = session(t, "registerMemory").registerMemory(buffer, t);
                     registrations.add(r);
                     handles.put(t, r.handle());
@@ -149,11 +147,20 @@ public final class Communicator implements AutoCloseable {
      * The session of the provider of {@code transport}, opened on first use and closed with the
      * communicator; INVALID_USAGE naming the reason when the provider cannot serve this backend here.
      */
+    /**
+     * Who connects over {@code transport}: the backend for its own transports, else the module on the class path
+     * that offers it; null when nobody does.
+     */
+    private @Nullable TransportProvider provider(Transport transport) {
+        TransportProvider ipc = backend.ipcTransport();
+        return ipc.transports().has(transport) ? ipc : TransportProviders.find(transport);
+    }
+
     private TransportProvider.Session session(Transport transport, String phase) {
-        TransportProvider provider = TransportProviders.find(transport);
+        TransportProvider provider = provider(transport);
         if (provider == null) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no module on the class path offers " + transport
-                    + " and the " + backend.name() + " backend connects over " + backend.connectionTransports() + " only")
+                    + " and the " + backend.name() + " backend connects over " + backend.ipcTransports() + " only")
                     .rank(rank()).phase(phase).build();
         }
         var reason = provider.unavailableReason(backend, transport);
@@ -553,23 +560,17 @@ public final class Communicator implements AutoCloseable {
         void validate() {
             super.validate();
             Transport t = config.transport();
-            if (!backend.connectionTransports().has(t) && TransportProviders.find(t) == null) {
+            if (provider(t) == null) {
                 throw error(ErrorCode.INVALID_USAGE, "the " + backend.name() + " backend cannot connect over "
-                        + t + " (it offers " + backend.connectionTransports() + ") and no module on the class path"
+                        + t + " (it offers " + backend.ipcTransports() + ") and no module on the class path"
                         + " offers it");
             }
-        }
-
-        /** The backend when it connects over the transport itself, else the provider's session. */
-        private boolean byBackend() {
-            return backend.connectionTransports().has(config.transport());
         }
 
         @Override
         Mono<Void> send(Duration timeout) {
             return Mono.defer(() -> {
-                Endpoint e = byBackend() ? backend.createEndpoint(config)
-                        : session(config.transport(), phase()).createEndpoint(config);
+                Endpoint e = session(config.transport(), phase()).createEndpoint(config);
                 local = e;
                 return transmit(KIND_ENDPOINT, e.serialize(), timeout);
             });
@@ -584,8 +585,7 @@ public final class Communicator implements AutoCloseable {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before sending the local endpoint");
                 }
                 ConnectionContext context = new ConnectionContext(rank(), peer, tag);
-                return own(byBackend() ? backend.connect(mine, remote, context)
-                        : session(config.transport(), phase()).connect(mine, remote, context));
+                return own(session(config.transport(), phase()).connect(mine, remote, context));
             });
         }
     }

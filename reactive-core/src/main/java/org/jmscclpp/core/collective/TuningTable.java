@@ -1,6 +1,8 @@
 package org.jmscclpp.core.collective;
 
 import org.jmscclpp.core.spi.ClassPathResources;
+import java.io.InputStream;
+import org.jspecify.annotations.Nullable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -87,12 +89,16 @@ public final class TuningTable {
     }
 
     /**
-     * The table in the class-path resource {@code path} of {@code loader}.
+     * The table read from {@code in} (closed here), a resource that its own module opened with
+     * {@code Owner.class.getResourceAsStream("/" + path)} (on the module path resources are encapsulated), or any
+     * other stream.
      *
+     * @param in     the table's text; null when the resource was not found
+     * @param source where it came from, for errors
      * @throws JmscclppException SYSTEM_ERROR when it is missing or unreadable; INVALID_USAGE when malformed
      */
-    public static TuningTable resource(ClassLoader loader, String path) {
-        return parse(ClassPathResources.text(loader, path, "tuning table", "tuning table"), path);
+    public static TuningTable read(@Nullable InputStream in, String source) {
+        return parse(ClassPathResources.text(in, source, "tuning table", "tuning table"), source);
     }
 
     /** The algorithm of the first row matching the call, if any. */

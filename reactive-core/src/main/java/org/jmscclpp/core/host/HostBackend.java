@@ -1,6 +1,8 @@
 package org.jmscclpp.core.host;
 
 import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.IpcTransport;
+import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.HostIdentity;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -61,7 +63,7 @@ import org.jspecify.annotations.Nullable;
  * neither unmaps nor deletes them (their owners close them; the exit hook deletes what remains),
  * as in MSCCL++ where a context's memory outlives nothing it handed out. After {@code close()},
  * the calls that make something new ({@link #allocate}, {@link #allocateHostVisible},
- * {@link #importMemory}, {@link #createEndpoint}, {@link #connect}) are
+ * {@link #importMemory}, endpoints and connections) are
  * {@link ErrorCode#INVALID_USAGE}; copies and exports of buffers still open keep working.
  *
  * <h2>Peers' handles</h2>
@@ -78,6 +80,18 @@ public final class HostBackend implements Backend {
     public static final String SHM_DIR_ENV = "JMSCCLPP_SHM_DIR";
 
     private static final TransportFlags IPC = TransportFlags.of(Transport.HOST_IPC);
+
+    private final TransportProvider ipcTransport = new IpcTransport(this) {
+        @Override
+        protected Endpoint createEndpoint(EndpointConfig config) {
+            return HostBackend.this.createEndpoint(config);
+        }
+
+        @Override
+        protected Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
+            return HostBackend.this.connect(local, remote, context);
+        }
+    };
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final Set<OpenOption> IMPORT_OPTIONS = Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
             LinkOption.NOFOLLOW_LINKS);
@@ -414,9 +428,10 @@ public final class HostBackend implements Backend {
                 + SHM_DIR_ENV + ")").phase("importMemory").cause(cause).build();
     }
 
+    /** {@code HOST_IPC} connections, through the same SPI as every other transport's. */
     @Override
-    public TransportFlags connectionTransports() {
-        return IPC;
+    public TransportProvider ipcTransport() {
+        return ipcTransport;
     }
 
     /**
@@ -426,8 +441,7 @@ public final class HostBackend implements Backend {
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for another transport, a GPU device
      *                           or a closed backend
      */
-    @Override
-    public Endpoint createEndpoint(EndpointConfig config) {
+    private Endpoint createEndpoint(EndpointConfig config) {
         String phase = "createEndpoint";
         checkOpen(phase);
         if (config.transport() != Transport.HOST_IPC) {
@@ -448,8 +462,7 @@ public final class HostBackend implements Backend {
      *                           endpoint is not {@code HOST_IPC}, the peer is on another host, the
      *                           local endpoint is not this process's, or the backend is closed
      */
-    @Override
-    public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
+    private Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
         if (closed) {
             throw connectError(context, "the host backend is closed");
         }

@@ -36,6 +36,6 @@ public final class HostCollectiveEngine implements CollectiveEngine {
     @Override
     public Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
         return Mono.defer(() -> HostCollectiveComm.create(communicator, options,
-                TuningTable.resource(HostCollectiveEngine.class.getClassLoader(), TUNING)));
+                TuningTable.read(HostCollectiveEngine.class.getResourceAsStream("/" + TUNING), TUNING)));
     }
 }

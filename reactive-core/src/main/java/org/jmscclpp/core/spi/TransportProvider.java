@@ -12,12 +12,11 @@ import org.jmscclpp.core.TransportFlags;
 import java.util.Optional;
 
 /**
- * A transport that a module other than the backend's supplies: {@code ETHERNET} (bootstrap-netty)
- * and {@code IB0..IB7} (native-bridge). Listed in
- * {@code META-INF/services/org.jmscclpp.core.spi.TransportProvider} of the module that holds it, found
- * by {@link TransportProviders}, and used by {@link Communicator} for every transport its backend
- * does not itself connect over ({@link Backend#connectionTransports()}): the backend's own
- * transports always win.
+ * The one connection SPI: how the communicator registers memory with a transport and connects over it. The
+ * backend's own transports ({@code HOST_IPC}, {@code CUDA_IPC}) come from {@link Backend#ipcTransport()} (an
+ * {@link IpcTransport}); every other one from a module: {@code ETHERNET} (bootstrap-netty) and {@code IB0..IB7}
+ * (native-bridge), listed in {@code META-INF/services/org.jmscclpp.core.spi.TransportProvider} (or a module's
+ * {@code provides}) and found by {@link TransportProviders}. The backend's own transports always win.
  *
  * <p>A communicator opens one {@link Session} per provider, on the first memory registration or
  * connection that needs it, and closes it with itself.

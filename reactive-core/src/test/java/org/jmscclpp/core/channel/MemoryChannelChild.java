@@ -69,11 +69,11 @@ public final class MemoryChannelChild {
             RegisteredMemory tokenMemory = comm.registerMemory(token, ipc);
             RegisteredMemory dataMemory = comm.registerMemory(data, ipc);
             RegisteredMemory packetMemory = comm.registerMemory(packets, ipc);
-            Endpoint mine = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+            Endpoint mine = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
             try (RegisteredMemory mailbox = RegisteredMemory.deserialize(hex.parseHex(args[1]), backend)) {
                 post(mailbox.hostSegment(), List.of(mine.serialize(), tokenMemory.serialize(), packetMemory.serialize()));
             }
-            Connection connection = backend.connect(mine, Endpoint.deserialize(hex.parseHex(args[2])),
+            Connection connection = backend.ipcTransport().open(backend).connect(mine, Endpoint.deserialize(hex.parseHex(args[2])),
                     new ConnectionContext(1, 0, 0));
             Semaphore semaphore = new Semaphore(connection, token, tokenMemory,
                     RegisteredMemory.deserialize(hex.parseHex(args[3]), backend));

@@ -62,13 +62,13 @@ class MemoryChannelProcessTest {
             RegisteredMemory dataMemory = comm.registerMemory(data, ipc);
             RegisteredMemory packetMemory = comm.registerMemory(packets, ipc);
             RegisteredMemory mailboxMemory = comm.registerMemory(mailbox, ipc);
-            Endpoint mine = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+            Endpoint mine = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
             try (ChildJvm child = ChildJvm.start(logs.resolve("child.log"), MemoryChannelChild.class, dir.toString(),
                     hex.formatHex(mailboxMemory.serialize()), hex.formatHex(mine.serialize()),
                     hex.formatHex(tokenMemory.serialize()), hex.formatHex(packetMemory.serialize()))) {
                 List<byte[]> answer = MemoryChannelChild.awaitPost(mailbox.hostSegment(), child, DEADLINE);
                 assertEquals(3, answer.size());
-                Connection connection = backend.connect(mine, Endpoint.deserialize(answer.get(0)),
+                Connection connection = backend.ipcTransport().open(backend).connect(mine, Endpoint.deserialize(answer.get(0)),
                         new ConnectionContext(0, 1, 0));
                 RegisteredMemory childToken = RegisteredMemory.deserialize(answer.get(1), backend);
                 RegisteredMemory dst = RegisteredMemory.deserialize(answer.get(2), backend);

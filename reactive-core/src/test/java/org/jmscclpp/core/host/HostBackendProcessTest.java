@@ -49,7 +49,7 @@ class HostBackendProcessTest {
                 mine.set(ValueLayout.JAVA_BYTE, i, ShmChild.parentPattern(i));
             }
             RegisteredMemory memory = comm.registerMemory(buffer, TransportFlags.of(Transport.HOST_IPC));
-            String endpoint = HexFormat.of().formatHex(backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC))
+            String endpoint = HexFormat.of().formatHex(backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC))
                     .serialize());
             try (ChildJvm child = ChildJvm.start(logs.resolve("child.log"), ShmChild.class, "write-back",
                     dir.toString(), HexFormat.of().formatHex(memory.serialize()), endpoint, Long.toString(half))) {

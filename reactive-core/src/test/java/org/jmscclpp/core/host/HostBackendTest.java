@@ -234,7 +234,7 @@ class HostBackendTest {
         assertCode(ErrorCode.INVALID_USAGE, () -> backend.allocateHostVisible(1));
         byte[] handle = backend.exportMemory(b, Transport.HOST_IPC);
         assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, handle, 128));
-        assertCode(ErrorCode.INVALID_USAGE, () -> backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC)));
+        assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC)));
         // still the owner's: usable, copyable, and its file goes when the owner closes it
         b.hostSegment().set(ValueLayout.JAVA_BYTE, 3, (byte) 9);
         byte[] out = new byte[4];
@@ -340,26 +340,41 @@ class HostBackendTest {
         assertEquals("host", backend.name());
         assertEquals(Device.CPU, backend.device());
         assertEquals(TransportFlags.of(Transport.HOST_IPC), backend.ipcTransports());
-        assertEquals(TransportFlags.of(Transport.HOST_IPC), backend.connectionTransports());
+        assertEquals(TransportFlags.of(Transport.HOST_IPC), backend.ipcTransport().transports());
         assertEquals(dir.toAbsolutePath(), backend.directory());
     }
 
     @Test
+    void theIpcTransportServesItsOwnBackendOnlyAndRegistersByExporting() throws Exception {
+        var transport = backend.ipcTransport();
+        assertTrue(transport.unavailableReason(backend, Transport.HOST_IPC).isEmpty());
+        assertTrue(transport.unavailableReason(backend, Transport.CUDA_IPC).orElseThrow().contains("HOST_IPC"));
+        try (HostBackend other = HostBackend.open(dir)) {
+            assertTrue(transport.unavailableReason(other, Transport.HOST_IPC).orElseThrow().contains("another backend"));
+            assertCode(ErrorCode.INVALID_USAGE, () -> transport.open(other));
+        }
+        try (DeviceBuffer b = backend.allocate(4096);
+             var registration = transport.open(backend).registerMemory(b, Transport.HOST_IPC)) {
+            assertArrayEquals(backend.exportMemory(b, Transport.HOST_IPC), registration.handle());
+        }
+    }
+
+    @Test
     void endpointsAreHostIpcForTheCpu() {
-        Endpoint e = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+        Endpoint e = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
         assertEquals(Transport.HOST_IPC, e.transport());
         assertEquals(Device.CPU, e.device());
         assertEquals(-1, e.maxWriteQueueSize());
         assertEquals(HostIdentity.hostHash(), e.hostHash());
         assertEquals(HostIdentity.pidHash(), e.pidHash());
         assertEquals(0, e.info().length);
-        Endpoint numa = backend.createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
+        Endpoint numa = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
                 .device(new Device(org.jmscclpp.core.DeviceType.CPU, 1)).maxWriteQueueSize(16).build());
         assertEquals(1, numa.device().id());
         assertEquals(16, numa.maxWriteQueueSize());
-        assertCode(ErrorCode.INVALID_USAGE, () -> backend.createEndpoint(EndpointConfig.of(Transport.ETHERNET)));
-        assertCode(ErrorCode.INVALID_USAGE, () -> backend.createEndpoint(EndpointConfig.of(Transport.CUDA_IPC)));
-        assertCode(ErrorCode.INVALID_USAGE, () -> backend.createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
+        assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.ETHERNET)));
+        assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.CUDA_IPC)));
+        assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
                 .device(Device.gpu(0)).build()));
     }
 

@@ -70,7 +70,7 @@ class HostIpcConnectionTest {
             srcBuffer.hostSegment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 3 + 1));
         }
         src = comm.registerMemory(srcBuffer, TransportFlags.of(Transport.HOST_IPC));
-        connection = backend.connect(backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC)),
+        connection = backend.ipcTransport().open(backend).connect(backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC)),
                 peerEndpoint(HostIdentity.hostHash()), CONTEXT);
     }
 
@@ -266,7 +266,7 @@ class HostIpcConnectionTest {
         assertEquals(Device.CPU, connection.localDevice());
         assertSame(CONTEXT, connection.context());
         assertEquals(-1, connection.maxWriteQueueSize());
-        try (Connection deep = backend.connect(backend.createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
+        try (Connection deep = backend.ipcTransport().open(backend).connect(backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.builder(Transport.HOST_IPC)
                 .maxWriteQueueSize(16).build()), peerEndpoint(HostIdentity.hostHash()), CONTEXT)) {
             assertEquals(16, deep.maxWriteQueueSize());
         }
@@ -274,23 +274,23 @@ class HostIpcConnectionTest {
 
     @Test
     void connectingToAnotherHostOrTransportIsInvalidNamingThePeer() {
-        Endpoint local = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
-        JmscclppException e = assertCode(ErrorCode.INVALID_USAGE, () -> backend.connect(local,
+        Endpoint local = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+        JmscclppException e = assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).connect(local,
                 peerEndpoint(HostIdentity.hostHash() ^ 0x1234), CONTEXT));
         assertTrue(e.getMessage().contains("HOST_IPC connects ranks of one host; rank 1 is on another host"),
                 e.getMessage());
         assertNamesTheConnection(e, "connect");
         Endpoint ethernet = new Endpoint(Transport.ETHERNET, Device.CPU, -1, HostIdentity.hostHash(),
                 HostIdentity.pidHash() ^ 1, new byte[6]);
-        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.connect(local, ethernet, CONTEXT)),
+        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).connect(local, ethernet, CONTEXT)),
                 "connect");
-        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.connect(ethernet, local, CONTEXT)),
+        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).connect(ethernet, local, CONTEXT)),
                 "connect");
         // an endpoint this process did not make is not a local endpoint
-        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.connect(
+        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).connect(
                 peerEndpoint(HostIdentity.hostHash()), local, CONTEXT)), "connect");
         backend.close();
-        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.connect(local,
+        assertNamesTheConnection(assertCode(ErrorCode.INVALID_USAGE, () -> backend.ipcTransport().open(backend).connect(local,
                 peerEndpoint(HostIdentity.hostHash()), CONTEXT)), "connect");
     }
 

@@ -83,8 +83,8 @@ public final class ShmChild {
                     s.set(ValueLayout.JAVA_BYTE, i, replyPattern(i));
                 }
                 RegisteredMemory local = comm.registerMemory(src, TransportFlags.of(Transport.HOST_IPC));
-                Endpoint mine = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
-                try (Connection c = backend.connect(mine, Endpoint.deserialize(endpoint), new ConnectionContext(1, 0, 0))) {
+                Endpoint mine = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+                try (Connection c = backend.ipcTransport().open(backend).connect(mine, Endpoint.deserialize(endpoint), new ConnectionContext(1, 0, 0))) {
                     c.write(parent, half, local, 0, half - 8);
                     c.updateAndSync(parent, 2 * half - 8, new AtomicLong(), 1);
                     c.flush(Duration.ofSeconds(10)).block(Duration.ofSeconds(10));

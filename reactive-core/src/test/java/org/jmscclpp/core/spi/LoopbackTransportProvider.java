@@ -69,14 +69,14 @@ public final class LoopbackTransportProvider implements TransportProvider {
 
             @Override
             public Endpoint createEndpoint(EndpointConfig config) {
-                Endpoint inner = backend.createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
+                Endpoint inner = backend.ipcTransport().open(backend).createEndpoint(EndpointConfig.of(Transport.HOST_IPC));
                 return Endpoint.local(config, inner.device(), inner.serialize());
             }
 
             @Override
             public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
                 CONNECTED_REMOTES.add(remote);
-                return backend.connect(Endpoint.deserialize(local.info()), Endpoint.deserialize(remote.info()),
+                return backend.ipcTransport().open(backend).connect(Endpoint.deserialize(local.info()), Endpoint.deserialize(remote.info()),
                         context);
             }
 

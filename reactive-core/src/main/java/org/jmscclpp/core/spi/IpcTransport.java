@@ -1,0 +1,96 @@
+package org.jmscclpp.core.spi;
+
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import java.util.Optional;
+
+/**
+ * A backend's own transports ({@code HOST_IPC}, {@code CUDA_IPC}) as a {@link TransportProvider}, so that the
+ * communicator registers memory and opens every connection through one SPI whatever the transport. A backend
+ * returns one from {@link Backend#ipcTransport()} and supplies the two things that differ: its endpoints and its
+ * connections. Registering memory exports it ({@link Backend#exportMemory}); the registration holds nothing, since
+ * the buffer's owner frees what the export made.
+ *
+ * <p>The provider serves only the backend that made it: {@link #unavailableReason} names the mismatch otherwise.
+ */
+public abstract class IpcTransport implements TransportProvider {
+
+    private final Backend backend;
+    private final Session session = new IpcSession();
+
+    protected IpcTransport(Backend backend) {
+        this.backend = backend;
+    }
+
+    /** This process's end of a connection over one of the backend's transports. */
+    protected abstract Endpoint createEndpoint(EndpointConfig config);
+
+    /** Opens a connection between {@code local} (from {@link #createEndpoint}) and a peer's endpoint. */
+    protected abstract Connection connect(Endpoint local, Endpoint remote, ConnectionContext context);
+
+    @Override
+    public final TransportFlags transports() {
+        return backend.ipcTransports();
+    }
+
+    @Override
+    public final Optional<String> unavailableReason(Backend other, Transport transport) {
+        if (other != backend) {
+            return Optional.of("the " + transport + " transport of one " + backend.name()
+                    + " backend cannot serve another backend (" + other.name() + ")");
+        }
+        if (!transports().has(transport)) {
+            return Optional.of("the " + backend.name() + " backend offers " + transports() + ", not " + transport);
+        }
+        return Optional.empty();
+    }
+
+    /** The one session of this backend's transports; closing it is a no-op, since the backend owns the state. */
+    @Override
+    public final Session open(Backend other) {
+        if (other != backend) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the IPC transports of one " + backend.name()
+                    + " backend cannot serve another backend (" + other.name() + ")").phase("connect").build();
+        }
+        return session;
+    }
+
+    private final class IpcSession implements Session {
+
+        @Override
+        public Registration registerMemory(DeviceBuffer buffer, Transport transport) {
+            byte[] handle = backend.exportMemory(buffer, transport);
+            return new Registration() {
+                @Override
+                public byte[] handle() {
+                    return handle.clone();
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+        }
+
+        @Override
+        public Endpoint createEndpoint(EndpointConfig config) {
+            return IpcTransport.this.createEndpoint(config);
+        }
+
+        @Override
+        public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
+            return IpcTransport.this.connect(local, remote, context);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}
