@@ -9,6 +9,10 @@ import io.netty.util.ReferenceCounted;
  * than the limit travels as several frames of the same kind and channel, the last one flagged
  * {@link #LAST}.
  *
+ * <p>This diagram is the one description of the layout: {@link FrameEncoder} writes it (the only
+ * code that does) and {@link FrameDecoder} reads it. A frame holds one reference to its payload;
+ * writing it hands that reference to the encoder.
+ *
  * <pre>
  * offset  width  meaning (integers little-endian)
  *      0      4  length of the rest of the frame (12 + payload bytes)

@@ -7,9 +7,10 @@ import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import java.nio.ByteOrder;
 
 /**
- * Splits the byte stream into {@link Frame}s. The length is checked before any payload is
- * buffered: a frame longer than the limit, or shorter than a header, fails the decoder and the
- * owner closes the connection.
+ * Splits the byte stream into {@link Frame}s, in the layout that {@link Frame} describes
+ * ({@link FrameEncoder} writes them). The length is checked before any payload is buffered: a frame
+ * longer than the limit, or shorter than a header, fails the decoder and the owner closes the
+ * connection.
  */
 final class FrameDecoder extends LengthFieldBasedFrameDecoder {
 
@@ -40,37 +41,5 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
         } finally {
             body.release();
         }
-    }
-
-    /**
-     * How long a connection that sent its last frame waits for the peer to close too (see
-     * {@link LingeringClose}); below the 2 s that closing a bootstrap waits for its connections.
-     */
-    static final long LAST_FRAME_LINGER_MS = 1_000;
-
-    /**
-     * Sends one last frame on {@code ch} from its event loop, then closes it once the frame is
-     * written and the peer has closed too, at most {@link #LAST_FRAME_LINGER_MS} later (a welcome,
-     * a failure report, a goodbye): an abrupt close could reset the connection before the peer read
-     * the frame, and the peer would lose it.
-     */
-    static void writeLastAndClose(io.netty.channel.Channel ch, byte kind, long channel, ByteBuf payload) {
-        ch.eventLoop().execute(() -> {
-            write(ch, kind, Frame.LAST, channel, payload, ch.newPromise());
-            LingeringClose.after(ch.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER), LAST_FRAME_LINGER_MS);
-        });
-    }
-
-    /** Writes one frame (header, then payload without copying it); the caller flushes. */
-    static void write(io.netty.channel.Channel ch, byte kind, byte flags, long channel, ByteBuf payload,
-                      io.netty.channel.ChannelPromise promise) {
-        ByteBuf header = ch.alloc().buffer(Frame.LENGTH_BYTES + Frame.HEADER_BYTES);
-        header.writeIntLE(Frame.HEADER_BYTES + payload.readableBytes());
-        header.writeByte(kind);
-        header.writeByte(flags);
-        header.writeShortLE(0);
-        header.writeLongLE(channel);
-        ch.write(header, ch.voidPromise());
-        ch.write(payload, promise);
     }
 }

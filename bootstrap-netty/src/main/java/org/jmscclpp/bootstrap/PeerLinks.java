@@ -114,7 +114,7 @@ final class PeerLinks {
                             ch.close();
                             return;
                         }
-                        ch.pipeline().addLast(new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
+                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
                     }
                 });
@@ -281,7 +281,7 @@ final class PeerLinks {
                 ChannelFuture closedFuture = ch.closeFuture();
                 // the goodbye says how many connections this rank has with the peer: the peer
                 // counts goodbyes, since one may overtake messages on the other
-                FrameDecoder.writeLastAndClose(ch, Frame.GOODBYE, connectionsWithPeer, Unpooled.EMPTY_BUFFER);
+                LingeringClose.writeLastAndClose(ch, Frame.GOODBYE, connectionsWithPeer, Unpooled.EMPTY_BUFFER);
                 closing.add(closedFuture);
             } else {
                 closing.add(ch.close());
@@ -319,7 +319,7 @@ final class PeerLinks {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
+                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " connection to rank " + peer,
                                 (ctx, p) -> CompletableFuture.completedFuture(
                                         checkPeer(ctx, p, sessionId, peer, false))));

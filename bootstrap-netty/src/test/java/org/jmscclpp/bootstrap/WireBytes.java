@@ -8,7 +8,7 @@ import java.net.InetSocketAddress;
 
 /**
  * Bytes of the bootstrap's wire format for tests, made with the main code's own encoders
- * ({@link Preamble#writeTo}, {@link FrameDecoder#write}, {@link AddressBook#writeEntry}) so the tests
+ * ({@link Preamble#writeTo}, {@link FrameEncoder}, {@link AddressBook#writeEntry}) so the tests
  * never carry a second copy of the layout; tests that need malformed bytes start from these and
  * change the documented offsets.
  */
@@ -37,12 +37,11 @@ final class WireBytes {
         return preamble(Preamble.TYPE_ROOT, secret, Preamble.noSession(), rank, size);
     }
 
-    /** One frame as {@link FrameDecoder#write} puts it on the wire. */
+    /** One frame as {@link FrameEncoder} puts it on the wire. */
     static byte[] frame(byte kind, byte flags, long channel, byte[] payload) {
-        EmbeddedChannel ch = new EmbeddedChannel();
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameEncoder());
         try {
-            FrameDecoder.write(ch, kind, flags, channel, Unpooled.wrappedBuffer(payload), ch.newPromise());
-            ch.flush();
+            ch.writeOutbound(new Frame(kind, flags, channel, Unpooled.wrappedBuffer(payload)));
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             for (ByteBuf b = ch.readOutbound(); b != null; b = ch.readOutbound()) {
                 try {
