@@ -5,6 +5,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.socket.DuplexChannel;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.bootstrap.wire.Frame;
 
 /**
  * Closes a connection after its last frame without losing that frame. Closing a TCP socket while

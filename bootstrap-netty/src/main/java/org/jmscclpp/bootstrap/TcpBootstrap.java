@@ -1,6 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.core.spi.HostIdentity;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -27,10 +26,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.jmscclpp.bootstrap.wire.Frame;
+import org.jmscclpp.bootstrap.wire.FrameDecoder;
+import org.jmscclpp.bootstrap.wire.FrameEncoder;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.core.spi.HostIdentity;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;

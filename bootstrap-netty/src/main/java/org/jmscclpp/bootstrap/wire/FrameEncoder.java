@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -12,13 +12,14 @@ import java.util.List;
  *
  * <p>The header goes into a buffer of its own and the payload follows as it is: a message-to-message
  * encoder rather than a {@link io.netty.handler.codec.MessageToByteEncoder}, which would copy every
- * payload (up to {@link BootstrapOptions#maxFrameBytes()}) into one buffer with the header. The
- * frame's reference passes to the outbound buffers: the payload is released once written, or when
- * the write fails.
+ * payload (up to {@link org.jmscclpp.bootstrap.BootstrapOptions#maxFrameBytes()}) into one buffer
+ * with the header. The frame's reference passes to the outbound buffers: the payload is released
+ * once written, or when the write fails.
  */
-final class FrameEncoder extends MessageToMessageEncoder<Frame> {
+public final class FrameEncoder extends MessageToMessageEncoder<Frame> {
 
-    FrameEncoder() {
+    /** An encoder for one channel's pipeline. */
+    public FrameEncoder() {
         super(Frame.class);
     }
 

@@ -1,10 +1,11 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import java.nio.ByteOrder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Splits the byte stream into {@link Frame}s, in the layout that {@link Frame} describes
@@ -12,9 +13,10 @@ import java.nio.ByteOrder;
  * longer than the limit, or shorter than a header, fails the decoder and the owner closes the
  * connection.
  */
-final class FrameDecoder extends LengthFieldBasedFrameDecoder {
+public final class FrameDecoder extends LengthFieldBasedFrameDecoder {
 
-    FrameDecoder(int maxPayloadBytes) {
+    /** A decoder that refuses frames whose payload is longer than {@code maxPayloadBytes}. */
+    public FrameDecoder(int maxPayloadBytes) {
         super(ByteOrder.LITTLE_ENDIAN, Frame.LENGTH_BYTES + Frame.HEADER_BYTES + maxPayloadBytes,
                 0, Frame.LENGTH_BYTES, 0, Frame.LENGTH_BYTES, true);
         // A large frame arrives in many reads: keep them as components instead of copying each
@@ -23,7 +25,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
     }
 
     @Override
-    protected Object decode(ChannelHandlerContext ctx, ByteBuf in) throws Exception {
+    protected @Nullable Object decode(ChannelHandlerContext ctx, ByteBuf in) throws Exception {
         ByteBuf body = (ByteBuf) super.decode(ctx, in);
         if (body == null) {
             return null;
