@@ -14,7 +14,7 @@ import org.jmscclpp.bootstrap.wire.Frame;
  * direction (the FIN follows the frame), keep reading (the channel's handlers see, or drop, what
  * still comes) until the peer closes too, and close at the latest after the linger time.
  */
-final class LingeringClose {
+public final class LingeringClose {
 
     /**
      * How long a connection that sent its last frame waits for the peer to close too; below the 2 s
@@ -37,7 +37,7 @@ final class LingeringClose {
     }
 
     /** Closes {@code lastWrite}'s channel as the class describes once that write completes; at once if it failed. */
-    static void after(ChannelFuture lastWrite, long lingerMillis) {
+    public static void after(ChannelFuture lastWrite, long lingerMillis) {
         Channel ch = lastWrite.channel();
         lastWrite.addListener(f -> {
             if (f.isSuccess() && ch.isActive() && ch instanceof DuplexChannel d) {

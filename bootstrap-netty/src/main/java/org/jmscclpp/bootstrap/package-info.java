@@ -5,7 +5,7 @@
  * that hands out the address book, the links between ranks and their mailboxes, the bootstrap's
  * collectives, the choice of network interface, and the event loops every bootstrap of a JVM
  * shares. What travels on the connections is in {@link org.jmscclpp.bootstrap.wire}; the
- * {@code ETHERNET} data transport is in {@code org.jmscclpp.ethernet}.
+ * {@code ETHERNET} data transport is in {@link org.jmscclpp.ethernet}.
  */
 @NullMarked
 package org.jmscclpp.bootstrap;
