@@ -7,6 +7,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.util.Arrays;
+import org.jmscclpp.bootstrap.wire.Frame;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -20,6 +20,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.bootstrap.wire.Frame;
+import org.jmscclpp.bootstrap.wire.FrameDecoder;
+import org.jmscclpp.bootstrap.wire.FrameEncoder;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -100,8 +105,8 @@ final class BootstrapRoot implements AutoCloseable {
                                 ch.close();
                                 return;
                             }
-                            ch.pipeline().addLast(new PreambleHandler(secret, PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
-                                    "bootstrap root", root::acceptClient));
+                            ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret,
+                                    PeerLinks.HANDSHAKE_TIMEOUT_NANOS, "bootstrap root", root::acceptClient));
                         }
                     });
             Channel bound = bindWithRetry(sb, address, bindDeadlineNanos);
@@ -318,7 +323,7 @@ final class BootstrapRoot implements AutoCloseable {
                 book.writeTo(welcome);
             }
             // The rank closes its end once welcomed; closing here too bounds the root's lifetime.
-            FrameDecoder.writeLastAndClose(ch, Frame.WELCOME, 0, welcome);
+            LingeringClose.writeLastAndClose(ch, Frame.WELCOME, 0, welcome);
         }
         LOG.log(Level.DEBUG, "bootstrap root: {0} ranks checked in within {1} ms", expectedSize,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
@@ -393,7 +398,7 @@ final class BootstrapRoot implements AutoCloseable {
         if (!ch.isActive()) {
             return;
         }
-        FrameDecoder.writeLastAndClose(ch, Frame.FAILURE, e.code().ordinal(), Failure.encode(e));
+        LingeringClose.writeLastAndClose(ch, Frame.FAILURE, e.code().ordinal(), Failure.encode(e));
     }
 
     private static JmscclppException invalid(int rank, String detail) {

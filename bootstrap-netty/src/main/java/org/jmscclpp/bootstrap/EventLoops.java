@@ -18,11 +18,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The event-loop threads every bootstrap and root of this JVM share (a thousand ranks in one JVM
- * must not mean a thousand thread pools). Reference-counted: the first user starts the group,
- * the last {@link #release()} shuts it down, so a closed job leaves no thread behind.
- * Native epoll is used where it loads, NIO elsewhere.
+ * must not mean a thousand thread pools), and with them the {@code ETHERNET} transport's listeners.
+ * Reference-counted: the first user starts the group, the last {@link #release()} shuts it down,
+ * so a closed job leaves no thread behind. Native epoll is used where it loads, NIO elsewhere.
  */
-final class EventLoops {
+public final class EventLoops {
 
     private static final Object LOCK = new Object();
     private static @Nullable EventLoopGroup group;
@@ -34,7 +34,8 @@ final class EventLoops {
     private EventLoops() {
     }
 
-    static EventLoopGroup acquire() {
+    /** The shared group, started if this is its first user; each call needs one {@link #release()}. */
+    public static EventLoopGroup acquire() {
         synchronized (LOCK) {
             if (group == null) {
                 // One thread by default: bootstrap traffic is small messages, and handing every
@@ -51,7 +52,8 @@ final class EventLoops {
         }
     }
 
-    static void release() {
+    /** Gives back one {@link #acquire()}; the last user's release shuts the group down. */
+    public static void release() {
         EventLoopGroup toStop = null;
         synchronized (LOCK) {
             if (users == 0) {
@@ -72,8 +74,8 @@ final class EventLoops {
         }
     }
 
-    /** Number of bootstraps and roots holding the group (tests check it returns to 0). */
-    static int users() {
+    /** Number of bootstraps, roots and ETHERNET sessions holding the group (tests check it returns to 0). */
+    public static int users() {
         synchronized (LOCK) {
             return users;
         }
@@ -83,7 +85,8 @@ final class EventLoops {
         return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
     }
 
-    static Class<? extends ServerChannel> serverChannel() {
+    /** The server channel class that goes with the group's transport (epoll or NIO). */
+    public static Class<? extends ServerChannel> serverChannel() {
         return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     }
 }

@@ -3,6 +3,7 @@ package org.jmscclpp.bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.nio.charset.StandardCharsets;
+import org.jmscclpp.bootstrap.wire.Frame;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 

@@ -48,7 +48,7 @@ import org.jspecify.annotations.Nullable;
  * enumerate interfaces anew on every call (interfaces come and go); none of them blocks on the
  * network.
  */
-final class InterfaceSelector {
+public final class InterfaceSelector {
 
     private static final System.Logger LOG = System.getLogger(InterfaceSelector.class.getName());
 
@@ -156,6 +156,18 @@ final class InterfaceSelector {
     static InterfaceSelector of(BootstrapOptions options) {
         return new InterfaceSelector(options.socketIfname(), IFNAME_ENV, options.socketFamily(),
                 InterfaceSelector::systemInterfaces);
+    }
+
+    /**
+     * The address a rank with {@code options} listens on when no root address is known to match:
+     * {@link #select select(null)} over this machine's interfaces. Other sockets of this module that
+     * follow the bootstrap's interface choice (the {@code ETHERNET} transport's listener) use it.
+     *
+     * @throws JmscclppException INVALID_USAGE when the interface list ({@code MSCCLPP_SOCKET_IFNAME})
+     *                           matches nothing, SYSTEM_ERROR when there is no usable interface at all
+     */
+    public static InetAddress listenAddress(BootstrapOptions options) {
+        return of(options).select(null).address();
     }
 
     /**

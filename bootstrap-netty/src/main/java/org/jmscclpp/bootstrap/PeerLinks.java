@@ -2,6 +2,7 @@ package org.jmscclpp.bootstrap;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -9,7 +10,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.buffer.Unpooled;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -18,6 +18,11 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.bootstrap.wire.Frame;
+import org.jmscclpp.bootstrap.wire.FrameDecoder;
+import org.jmscclpp.bootstrap.wire.FrameEncoder;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -114,7 +119,7 @@ final class PeerLinks {
                             ch.close();
                             return;
                         }
-                        ch.pipeline().addLast(new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
+                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
                     }
                 });
@@ -281,7 +286,7 @@ final class PeerLinks {
                 ChannelFuture closedFuture = ch.closeFuture();
                 // the goodbye says how many connections this rank has with the peer: the peer
                 // counts goodbyes, since one may overtake messages on the other
-                FrameDecoder.writeLastAndClose(ch, Frame.GOODBYE, connectionsWithPeer, Unpooled.EMPTY_BUFFER);
+                LingeringClose.writeLastAndClose(ch, Frame.GOODBYE, connectionsWithPeer, Unpooled.EMPTY_BUFFER);
                 closing.add(closedFuture);
             } else {
                 closing.add(ch.close());
@@ -319,7 +324,7 @@ final class PeerLinks {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
+                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " connection to rank " + peer,
                                 (ctx, p) -> CompletableFuture.completedFuture(
                                         checkPeer(ctx, p, sessionId, peer, false))));

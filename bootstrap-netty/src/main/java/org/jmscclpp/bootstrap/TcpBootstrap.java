@@ -1,6 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.core.spi.HostIdentity;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -27,10 +26,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.jmscclpp.bootstrap.wire.Frame;
+import org.jmscclpp.bootstrap.wire.FrameDecoder;
+import org.jmscclpp.bootstrap.wire.FrameEncoder;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.core.spi.HostIdentity;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -326,6 +331,7 @@ public final class TcpBootstrap implements Bootstrap {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new FrameEncoder());
                         ch.pipeline().addLast(new PreambleHandler(id.secret(), PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " root connection", (ctx, p) -> {
                             if (p.type != Preamble.TYPE_ROOT) {
@@ -377,8 +383,7 @@ public final class TcpBootstrap implements Bootstrap {
             body.writeIntLE(size);
             AddressBook.writeEntry(body, HostIdentity.hostHash(), Runtime.getRuntime().availableProcessors(), listening);
             ch.write(out);
-            FrameDecoder.write(ch, Frame.CHECK_IN, Frame.LAST, 0, body, ch.newPromise());
-            ch.flush();
+            ch.writeAndFlush(new Frame(Frame.CHECK_IN, Frame.LAST, 0, body));
         });
     }
 
@@ -724,15 +729,15 @@ public final class TcpBootstrap implements Bootstrap {
                 Runnable write = () -> {
                     int max = options.maxFrameBytes();
                     if (len == 0) {
-                        FrameDecoder.write(ch, kind, Frame.LAST, channel, Unpooled.EMPTY_BUFFER, done);
+                        ch.write(new Frame(kind, Frame.LAST, channel, Unpooled.EMPTY_BUFFER), done);
                     }
                     for (int p = 0; p < len; p += max) {
                         int n = Math.min(max, len - p);
                         boolean last = p + n >= len;
                         // not the void promise: its failure would close the connection before its
                         // last frames are read; the last frame's promise fails as well
-                        FrameDecoder.write(ch, kind, last ? Frame.LAST : 0, channel,
-                                Unpooled.wrappedBuffer(data, off + p, n), last ? done : ch.newPromise());
+                        ByteBuf chunk = Unpooled.wrappedBuffer(data, off + p, n);
+                        ch.write(new Frame(kind, last ? Frame.LAST : 0, channel, chunk), last ? done : ch.newPromise());
                     }
                     ch.flush();
                 };
@@ -862,9 +867,8 @@ public final class TcpBootstrap implements Bootstrap {
             }
             for (Channel ch : links.allChannels()) {
                 ch.eventLoop().execute(() -> {
-                    FrameDecoder.write(ch, Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e),
+                    ch.writeAndFlush(new Frame(Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e)),
                             ch.voidPromise());
-                    ch.flush();
                 });
             }
         }

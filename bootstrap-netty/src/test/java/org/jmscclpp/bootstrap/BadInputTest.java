@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -30,6 +29,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jmscclpp.bootstrap.wire.Frame;
+import org.jmscclpp.bootstrap.wire.FrameDecoder;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.WireBytes;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
@@ -165,12 +168,19 @@ class BadInputTest {
     }
 
     private static void assertRootPreamble(byte[] bytes, byte[] secret) {
-        ByteBuf buf = Unpooled.wrappedBuffer(bytes);
+        Preamble p = WireBytes.readPreamble(bytes, secret);
+        assertEquals(Preamble.TYPE_ROOT, p.type);
+        assertEquals(N, p.receiverOrSize, "the root announces its rank count");
+    }
+
+    /** The payload of a {@link Frame#CHECK_IN}: rank, rank count, then one address-book entry. */
+    private static byte[] checkInPayload(int rank, int size, long hostHash, InetSocketAddress listening) {
+        ByteBuf buf = Unpooled.buffer(8 + AddressBook.ENTRY_BYTES);
         try {
-            Preamble[] out = new Preamble[1];
-            assertNull(Preamble.read(buf, secret, out), "the root's answer is a valid preamble");
-            assertEquals(Preamble.TYPE_ROOT, out[0].type);
-            assertEquals(N, out[0].receiverOrSize, "the root announces its rank count");
+            buf.writeIntLE(rank);
+            buf.writeIntLE(size);
+            AddressBook.writeEntry(buf, hostHash, 1, listening);
+            return WireBytes.bytes(buf);
         } finally {
             buf.release();
         }
@@ -252,7 +262,7 @@ class BadInputTest {
                 assertEquals(0, readUntilClosed(s).length, "nothing may follow the preamble answer");
             }
             case TRUNCATED_FRAME -> {
-                byte[] checkIn = WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, WireBytes.checkInPayload(N - 1, N, 1,
+                byte[] checkIn = WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, checkInPayload(N - 1, N, 1,
                         new InetSocketAddress(InetAddress.getLoopbackAddress(), 9)));
                 byte[] half = Arrays.copyOf(checkIn, checkIn.length / 2);
                 if (answered) {
@@ -424,7 +434,7 @@ class BadInputTest {
             case "size=N+1" -> N + 1;
             default -> N;
         };
-        byte[] payload = WireBytes.checkInPayload(rank, size, 7,
+        byte[] payload = checkInPayload(rank, size, 7,
                 new InetSocketAddress(InetAddress.getLoopbackAddress(), 9));
         if (bad.equals("port=0")) {
             // the port is the entry's last field but the core count

@@ -21,7 +21,7 @@ import reactor.core.publisher.Mono;
  * The ranks of one {@link TcpBootstrap} job, all in this JVM: created, initialized together, and
  * closed together by {@link #close()}. Every wait is bounded by the deadline it is given.
  */
-final class LocalJob implements AutoCloseable {
+public final class LocalJob implements AutoCloseable {
 
     private final List<TcpBootstrap> ranks;
 
@@ -141,7 +141,7 @@ final class LocalJob implements AutoCloseable {
      * the job's own outgoing connections and listeners (which take ephemeral ports) cannot take
      * it between cycles of a test that reuses it.
      */
-    static int freeFixedPort() {
+    public static int freeFixedPort() {
         int low = 32768;
         try {
             String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).strip();

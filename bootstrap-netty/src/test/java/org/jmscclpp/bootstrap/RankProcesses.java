@@ -26,7 +26,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * <p>Register groups with a {@link Tracker} so that they are closed after each test and their
  * output is printed when the test failed: the children's output is the only trace of what they did.
  */
-final class RankProcesses implements AutoCloseable {
+public final class RankProcesses implements AutoCloseable {
 
     /**
      * Flags for short-lived children on a small machine: the C1 compiler only and the serial
@@ -45,7 +45,7 @@ final class RankProcesses implements AutoCloseable {
     }
 
     /** One line of a rank's output and when this JVM read it ({@link System#nanoTime()}). */
-    record Line(long nanos, String text) {
+    public record Line(long nanos, String text) {
         @Override
         public String toString() {
             return text;
@@ -62,7 +62,7 @@ final class RankProcesses implements AutoCloseable {
      * {@code ip netns exec NS}), with {@code args} and extra environment variables {@code env}. The
      * child sees no {@code MSCCLPP_*} variable of this JVM's environment, only those in {@code env}.
      */
-    synchronized void start(int rank, List<String> prefix, List<String> args, Map<String, String> env) {
+    public synchronized void start(int rank, List<String> prefix, List<String> args, Map<String, String> env) {
         if (ranks.containsKey(rank)) {
             throw new IllegalStateException(name + " rank " + rank + " was already started");
         }
@@ -121,7 +121,7 @@ final class RankProcesses implements AutoCloseable {
     }
 
     /** The lines {@code rank} printed so far. */
-    List<Line> lines(int rank) {
+    public List<Line> lines(int rank) {
         Rank r = rank(rank);
         synchronized (r) {
             return List.copyOf(r.lines);
@@ -138,7 +138,7 @@ final class RankProcesses implements AutoCloseable {
      *
      * @throws AssertionError if it is still running after {@code timeout}
      */
-    int waitFor(int rank, Duration timeout) {
+    public int waitFor(int rank, Duration timeout) {
         Process p = rank(rank).process;
         try {
             if (!p.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
@@ -153,7 +153,7 @@ final class RankProcesses implements AutoCloseable {
     }
 
     /** Every rank's output, each under a header line. */
-    synchronized String allOutput() {
+    public synchronized String allOutput() {
         StringBuilder sb = new StringBuilder();
         for (Map.Entry<Integer, Rank> e : ranks.entrySet()) {
             Process p = e.getValue().process;
@@ -247,11 +247,11 @@ final class RankProcesses implements AutoCloseable {
      * JUnit extension owning the groups a test starts: after each test it closes them and, if the
      * test failed, prints every rank's output.
      */
-    static final class Tracker implements AfterEachCallback {
+    public static final class Tracker implements AfterEachCallback {
         private final List<RankProcesses> groups = new ArrayList<>();
 
         /** Creates a group closed after the current test. */
-        synchronized RankProcesses open(String name, Class<?> mainClass) {
+        public synchronized RankProcesses open(String name, Class<?> mainClass) {
             RankProcesses g = new RankProcesses(name, mainClass);
             groups.add(g);
             return g;

@@ -20,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Virtual threads are not listed (the JDK does not enumerate them); the bootstrap only uses
  * them for short blocking steps that end with the operation.
  */
-record ResourceSnapshot(Map<Integer, String> fds, List<String> threads) {
+public record ResourceSnapshot(Map<Integer, String> fds, List<String> threads) {
 
     static final String THREAD_PREFIX = "jmscclpp";
     private static final Path FD_DIR = Path.of("/proc/self/fd");
@@ -41,7 +41,7 @@ record ResourceSnapshot(Map<Integer, String> fds, List<String> threads) {
      *
      * @throws AssertionError if jmscclpp threads are still alive at the deadline
      */
-    static ResourceSnapshot quiescent(Duration within) {
+    public static ResourceSnapshot quiescent(Duration within) {
         joinJmscclppThreads(System.nanoTime() + within.toNanos());
         ResourceSnapshot s = take();
         if (!s.threads().isEmpty()) {

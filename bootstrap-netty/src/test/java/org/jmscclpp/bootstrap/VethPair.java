@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Assumptions;
  * {@link #close()}; no traffic leaves them. Where {@code ip} cannot run or namespaces are not
  * permitted (not root), {@link #create} aborts the calling test with the reason, printed.
  */
-final class VethPair implements AutoCloseable {
+public final class VethPair implements AutoCloseable {
 
     private static final Duration COMMAND_DEADLINE = Duration.ofSeconds(10);
     private static final Duration LINK_UP_DEADLINE = Duration.ofSeconds(10);
@@ -33,8 +33,8 @@ final class VethPair implements AutoCloseable {
 
     final String nsA;
     final String nsB;
-    final String vethA;
-    final String vethB;
+    public final String vethA;
+    public final String vethB;
     private final List<String> created = new ArrayList<>();
 
     private VethPair(String namespacePrefix, String vethPrefix) {
@@ -49,7 +49,7 @@ final class VethPair implements AutoCloseable {
      * Creates the pair with {@code ipA} in the first namespace and {@code ipB} in the second, or
      * aborts the calling test (named {@code who} in the printed reason) where that is not possible.
      */
-    static VethPair create(String who, String namespacePrefix, String vethPrefix, String ipA, String ipB)
+    public static VethPair create(String who, String namespacePrefix, String vethPrefix, String ipA, String ipB)
             throws IOException, InterruptedException {
         Assumptions.assumeTrue(System.getProperty("os.name").startsWith("Linux"), "network namespaces are Linux only");
         VethPair p = new VethPair(namespacePrefix, vethPrefix);
@@ -88,7 +88,7 @@ final class VethPair implements AutoCloseable {
     }
 
     /** {@code ip netns exec} into the first or second namespace, as a command prefix. */
-    List<String> exec(int host) {
+    public List<String> exec(int host) {
         return List.of("ip", "netns", "exec", host == 0 ? nsA : nsB);
     }
 

@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -16,12 +16,12 @@ import org.jspecify.annotations.Nullable;
  * wrong preamble, or nothing within the handshake deadline, is closed with one log line; nothing
  * else in the job notices.
  */
-final class PreambleHandler extends ByteToMessageDecoder {
+public final class PreambleHandler extends ByteToMessageDecoder {
 
     private static final System.Logger LOG = System.getLogger(PreambleHandler.class.getName());
 
     /** Decides what to do with a well-formed preamble. */
-    interface Acceptor {
+    public interface Acceptor {
         /**
          * Completes with why the preamble is refused, or with null after taking the connection (then
          * the acceptor has added the handlers that read the frames). May complete later, for example
@@ -37,7 +37,11 @@ final class PreambleHandler extends ByteToMessageDecoder {
     private @Nullable ScheduledFuture<?> deadline;
     private boolean decided;
 
-    PreambleHandler(byte[] secret, long handshakeTimeoutNanos, String where, Acceptor acceptor) {
+    /**
+     * A handler that expects a preamble with {@code secret} within {@code handshakeTimeoutNanos} and
+     * hands acceptable ones to {@code acceptor}; {@code where} names the connection in log lines.
+     */
+    public PreambleHandler(byte[] secret, long handshakeTimeoutNanos, String where, Acceptor acceptor) {
         this.secret = secret;
         this.handshakeTimeoutNanos = handshakeTimeoutNanos;
         this.where = where;
@@ -67,7 +71,7 @@ final class PreambleHandler extends ByteToMessageDecoder {
         }
         decided = true;
         Preamble[] accepted = new Preamble[1];
-        String why = Preamble.read(in, secret, accepted);
+        @Nullable String why = Preamble.read(in, secret, accepted);
         if (why != null) {
             refuse(ctx, in, why);
             return;

@@ -1,13 +1,17 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.ReferenceCounted;
 
 /**
- * One frame after the preamble. Every frame is length-prefixed; the length is checked against
- * {@link BootstrapOptions#maxFrameBytes()} before anything is buffered, and a message larger
- * than the limit travels as several frames of the same kind and channel, the last one flagged
- * {@link #LAST}.
+ * One frame of a bootstrap connection, after the preamble. Every frame is length-prefixed; the
+ * length is checked against the limit ({@link org.jmscclpp.bootstrap.BootstrapOptions#maxFrameBytes()})
+ * before anything is buffered, and a message larger than the limit travels as several frames of the
+ * same kind and channel, the last one flagged {@link #LAST}.
+ *
+ * <p>This diagram is the one description of the layout: {@link FrameEncoder} writes it (the only
+ * code that does) and {@link FrameDecoder} reads it. A frame holds one reference to its payload;
+ * writing it hands that reference to the encoder.
  *
  * <pre>
  * offset  width  meaning (integers little-endian)
@@ -21,30 +25,35 @@ import io.netty.util.ReferenceCounted;
  *     16      n  payload
  * </pre>
  */
-record Frame(byte kind, byte flags, long channel, ByteBuf payload) implements ReferenceCounted {
+public record Frame(byte kind, byte flags, long channel, ByteBuf payload) implements ReferenceCounted {
 
     static final int HEADER_BYTES = 12; // after the length field
     static final int LENGTH_BYTES = 4;
 
     /** A user message of {@code Bootstrap.send}; channel = tag. */
-    static final byte USER = 1;
+    public static final byte USER = 1;
     /** A message of a collective (allGather, barrier, broadcast, init); channel = sequence number. */
-    static final byte COLLECTIVE = 2;
+    public static final byte COLLECTIVE = 2;
     /** Rank to root: the rank's check-in (rank, size, host, listen address). */
-    static final byte CHECK_IN = 3;
+    public static final byte CHECK_IN = 3;
     /** Root to rank: the job session and, for rank 0, the address book. */
-    static final byte WELCOME = 4;
-    /** An error for the receiver: channel = ErrorCode ordinal; payload = {@link Failure} bytes. */
-    static final byte FAILURE = 5;
+    public static final byte WELCOME = 4;
+    /**
+     * An error for the receiver: channel = ErrorCode ordinal; payload = the error as the bootstrap
+     * encodes it ({@code Failure}).
+     */
+    public static final byte FAILURE = 5;
     /**
      * The sender is closing its bootstrap normally; no more frames follow on this connection.
      * Channel = the sender's number of connections with the receiver, each of which carries one.
      */
-    static final byte GOODBYE = 6;
+    public static final byte GOODBYE = 6;
 
-    static final byte LAST = 1;
+    /** Flag of the final frame of a message. */
+    public static final byte LAST = 1;
 
-    boolean last() {
+    /** Whether this is the final frame of its message. */
+    public boolean last() {
         return (flags & LAST) != 0;
     }
 

@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

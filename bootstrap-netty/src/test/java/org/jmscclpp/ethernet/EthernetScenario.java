@@ -1,8 +1,5 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
-import org.jmscclpp.core.channel.PortChannel;
-import org.jmscclpp.core.proxy.ProxyService;
-import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -16,6 +13,9 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.SemaphoreId;
 import reactor.core.publisher.Mono;
 
 /**

@@ -1,9 +1,11 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
 import io.netty.util.ResourceLeakDetector;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.host.HostBackend;
 
 /**

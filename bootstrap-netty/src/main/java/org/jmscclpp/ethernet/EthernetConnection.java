@@ -1,8 +1,5 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
-import org.jmscclpp.core.spi.ConnectionChecks;
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.Waiting;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -33,6 +30,9 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.CoreSubscriber;
 import reactor.core.publisher.Mono;
@@ -72,6 +72,11 @@ final class EthernetConnection implements Connection {
     static final long IDLE_TICK_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** How long {@link #close} waits for the ack thread to end. */
     static final long CLOSE_WAIT_MS = 5_000;
+    /**
+     * How long a write the socket refused waits for the ack thread to read the peer's reason, if it
+     * sent one before closing (as long as the bootstrap waits for the news of a failed peer).
+     */
+    static final long REASON_WAIT_MS = 2_000;
 
     private record Waiter(long sequence, long deadline, Duration timeout, MonoSink<Void> sink) {
     }
@@ -292,7 +297,7 @@ final class EthernetConnection implements Connection {
         if (closed.get()) {
             return ConnectionChecks.invalid(context, phase, "the connection is closed");
         }
-        acks.awaitEnd(PeerLinks.DRAIN_AFTER_FAILURE_MS);
+        acks.awaitEnd(REASON_WAIT_MS);
         fail(error(ErrorCode.REMOTE_ERROR, "connection", "the ETHERNET connection to rank " + context.remoteRank()
                 + " broke while writing (the peer died or reset it): " + e));
         EthernetAckReader.closeQuietly(socket);

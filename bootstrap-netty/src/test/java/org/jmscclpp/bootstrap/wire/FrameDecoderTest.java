@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
@@ -22,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** {@link FrameDecoder} and {@link FrameDecoder#write} on {@link EmbeddedChannel}s. */
+/** {@link FrameDecoder} on an {@link EmbeddedChannel}, fed the bytes of {@link FrameEncoder} ({@link WireBytes#frame}). */
 class FrameDecoderTest {
 
     private static final int MAX = 4096;
@@ -74,7 +73,7 @@ class FrameDecoderTest {
         return b;
     }
 
-    /** A frame with a hand-set length field, for lengths {@link FrameDecoder#write} never produces. */
+    /** A frame with a hand-set length field, for lengths {@link FrameEncoder} never produces. */
     private static byte[] rawLength(long lengthField, int bodyBytes) {
         ByteBuf b = Unpooled.buffer(4 + bodyBytes);
         try {
@@ -187,34 +186,6 @@ class FrameDecoderTest {
         CorruptedFrameException e = assertThrows(CorruptedFrameException.class, () -> channel.writeInbound(buf));
         assertTrue(e.getMessage().contains(Frame.HEADER_BYTES + "-byte header"), e.getMessage());
         assertNull(next());
-    }
-
-    @Test
-    void writeThenDecodeRoundTripsAndReleasesThePayload() {
-        EmbeddedChannel out = new EmbeddedChannel();
-        byte[] data = payload(1000, 8);
-        ByteBuf payload = Unpooled.wrappedBuffer(data);
-        ChannelPromise promise = out.newPromise();
-        FrameDecoder.write(out, Frame.FAILURE, Frame.LAST, 3, payload, promise);
-        out.flush();
-        assertTrue(promise.isSuccess());
-        List<ByteBuf> written = new ArrayList<>();
-        for (ByteBuf b = out.readOutbound(); b != null; b = out.readOutbound()) {
-            written.add(b);
-        }
-        assertEquals(2, written.size(), "header and payload are written separately, the payload without a copy");
-        assertEquals(4 + Frame.HEADER_BYTES, written.getFirst().readableBytes());
-        for (ByteBuf b : written) {
-            handedIn.add(b);
-            channel.writeInbound(b);
-        }
-        assertFalse(out.finishAndReleaseAll());
-        Seen s = next();
-        assertEquals(Frame.FAILURE, s.kind());
-        assertTrue(s.last());
-        assertEquals(3, s.channel());
-        assertArrayEquals(data, s.payload());
-        assertEquals(0, payload.refCnt(), "the payload handed to write was not released");
     }
 
     @Test

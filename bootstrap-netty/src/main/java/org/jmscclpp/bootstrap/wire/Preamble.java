@@ -1,8 +1,9 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The 64 bytes that open every TCP connection of the bootstrap, in both directions: the connecting
@@ -22,23 +23,33 @@ import java.util.Arrays;
  * </pre>
  * The secret is compared in constant time.
  */
-final class Preamble {
+public final class Preamble {
 
-    static final int BYTES = 64;
+    /** Size of a preamble. */
+    public static final int BYTES = 64;
     static final int MAGIC = 0x53424D4A; // "JMBS" read little-endian
-    static final short VERSION = 1;
-    static final byte TYPE_ROOT = 1;
-    static final byte TYPE_PEER = 2;
-    static final int SECRET_BYTES = 32;
-    static final int SESSION_BYTES = 16;
+    /** The protocol version this side speaks (also carried in the unique id). */
+    public static final short VERSION = 1;
+    /** Socket type of a rank's connection to the root. */
+    public static final byte TYPE_ROOT = 1;
+    /** Socket type of a connection between two ranks. */
+    public static final byte TYPE_PEER = 2;
+    /** Size of the job secret. */
+    public static final int SECRET_BYTES = 32;
+    /** Size of the job session. */
+    public static final int SESSION_BYTES = 16;
 
-    final byte type;
+    /** {@link #TYPE_ROOT} or {@link #TYPE_PEER}. */
+    public final byte type;
     final byte[] secret;
     final byte[] session;
-    final int sender;
-    final int receiverOrSize;
+    /** The sender's rank. */
+    public final int sender;
+    /** The receiver's rank (rank to rank), or the sender's rank count (rank to root). */
+    public final int receiverOrSize;
 
-    Preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
+    /** A preamble with the fields of the diagram; {@link #writeTo} puts it on the wire. */
+    public Preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
         this.type = type;
         this.secret = secret;
         this.session = session;
@@ -46,7 +57,8 @@ final class Preamble {
         this.receiverOrSize = receiverOrSize;
     }
 
-    void writeTo(ByteBuf out) {
+    /** Appends the {@link #BYTES} bytes of this preamble to {@code out}. */
+    public void writeTo(ByteBuf out) {
         out.writeIntLE(MAGIC);
         out.writeShortLE(VERSION);
         out.writeByte(type);
@@ -62,7 +74,7 @@ final class Preamble {
      * secret; returns the reason it is unacceptable, or null when it is acceptable (then {@code out[0]}
      * holds it).
      */
-    static String read(ByteBuf in, byte[] expectedSecret, Preamble[] out) {
+    static @Nullable String read(ByteBuf in, byte[] expectedSecret, Preamble[] out) {
         int magic = in.readIntLE();
         short version = in.readShortLE();
         byte type = in.readByte();
@@ -89,11 +101,13 @@ final class Preamble {
         return null;
     }
 
-    boolean sessionEquals(byte[] expected) {
+    /** Whether this preamble carries the job session {@code expected}; compared in constant time. */
+    public boolean sessionEquals(byte[] expected) {
         return MessageDigest.isEqual(session, expected);
     }
 
-    static byte[] noSession() {
+    /** The session of a preamble towards the root, before the job has one: all zero. */
+    public static byte[] noSession() {
         return new byte[SESSION_BYTES];
     }
 

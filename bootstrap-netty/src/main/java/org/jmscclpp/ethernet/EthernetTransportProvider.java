@@ -1,10 +1,10 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
-import org.jmscclpp.core.spi.TransportProvider;
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.TransportProvider;
 
 /**
  * Offers {@link Transport#ETHERNET} to the communicator: TCP connections over Netty between ranks

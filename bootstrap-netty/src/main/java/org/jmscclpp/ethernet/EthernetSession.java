@@ -1,7 +1,5 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.TransportProvider;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
@@ -22,6 +20,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jmscclpp.bootstrap.BootstrapOptions;
+import org.jmscclpp.bootstrap.EventLoops;
+import org.jmscclpp.bootstrap.InterfaceSelector;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -30,6 +31,8 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -105,7 +108,7 @@ final class EthernetSession implements TransportProvider.Session {
             if (!f.awaitUninterruptibly(CONNECT_TIMEOUT.toMillis()) || !f.isSuccess()) {
                 f.channel().close();
                 throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot listen for ETHERNET on "
-                        + BootstrapAddress.ipText(address) + ": " + (f.cause() == null ? "timed out" : f.cause()))
+                        + address.getHostAddress() + ": " + (f.cause() == null ? "timed out" : f.cause()))
                         .phase("ETHERNET session").cause(f.cause()).build();
             }
             this.listener = f.channel();
@@ -119,7 +122,7 @@ final class EthernetSession implements TransportProvider.Session {
     /** The interface the bootstrap would listen on; loopback where none is usable. */
     private static InetAddress listenAddress() {
         try {
-            return InterfaceSelector.of(BootstrapOptions.fromEnvironment()).select(null).address();
+            return InterfaceSelector.listenAddress(BootstrapOptions.fromEnvironment());
         } catch (JmscclppException e) {
             if (e.code() != ErrorCode.SYSTEM_ERROR) {
                 throw e;   // MSCCLPP_SOCKET_IFNAME names nothing here: the user asked for an interface

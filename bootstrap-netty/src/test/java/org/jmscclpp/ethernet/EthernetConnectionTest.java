@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jmscclpp.core.spi.Endpoint;
@@ -26,6 +26,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.jmscclpp.bootstrap.EventLoops;
+import org.jmscclpp.bootstrap.ResourceSnapshot;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;

@@ -1,4 +1,4 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;

@@ -1,28 +1,27 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.bootstrap.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.io.ByteArrayOutputStream;
-import java.net.InetSocketAddress;
 
 /**
  * Bytes of the bootstrap's wire format for tests, made with the main code's own encoders
- * ({@link Preamble#writeTo}, {@link FrameDecoder#write}, {@link AddressBook#writeEntry}) so the tests
- * never carry a second copy of the layout; tests that need malformed bytes start from these and
- * change the documented offsets.
+ * ({@link Preamble#writeTo}, {@link FrameEncoder}) so the tests never carry a second copy of the
+ * layout; tests that need malformed bytes start from these and change the documented offsets.
  */
-final class WireBytes {
+public final class WireBytes {
 
     /** Offsets in a preamble, from the byte diagram of {@link Preamble}. */
-    static final int PREAMBLE_VERSION_OFFSET = 4;
+    public static final int PREAMBLE_VERSION_OFFSET = 4;
     static final int PREAMBLE_TYPE_OFFSET = 6;
     static final int PREAMBLE_SECRET_OFFSET = 8;
 
     private WireBytes() {
     }
 
-    static byte[] preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
+    /** A preamble with these fields, as {@link Preamble#writeTo} writes it. */
+    public static byte[] preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
         ByteBuf buf = Unpooled.buffer(Preamble.BYTES);
         try {
             new Preamble(type, secret, session, sender, receiverOrSize).writeTo(buf);
@@ -33,16 +32,15 @@ final class WireBytes {
     }
 
     /** The preamble a rank sends to the root: type ROOT, no session, its rank and the job's rank count. */
-    static byte[] rootPreamble(byte[] secret, int rank, int size) {
+    public static byte[] rootPreamble(byte[] secret, int rank, int size) {
         return preamble(Preamble.TYPE_ROOT, secret, Preamble.noSession(), rank, size);
     }
 
-    /** One frame as {@link FrameDecoder#write} puts it on the wire. */
-    static byte[] frame(byte kind, byte flags, long channel, byte[] payload) {
-        EmbeddedChannel ch = new EmbeddedChannel();
+    /** One frame as {@link FrameEncoder} puts it on the wire. */
+    public static byte[] frame(byte kind, byte flags, long channel, byte[] payload) {
+        EmbeddedChannel ch = new EmbeddedChannel(new FrameEncoder());
         try {
-            FrameDecoder.write(ch, kind, flags, channel, Unpooled.wrappedBuffer(payload), ch.newPromise());
-            ch.flush();
+            ch.writeOutbound(new Frame(kind, flags, channel, Unpooled.wrappedBuffer(payload)));
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             for (ByteBuf b = ch.readOutbound(); b != null; b = ch.readOutbound()) {
                 try {
@@ -57,27 +55,33 @@ final class WireBytes {
         }
     }
 
-    /** The payload of a {@link Frame#CHECK_IN}: rank, rank count, then one address-book entry. */
-    static byte[] checkInPayload(int rank, int size, long hostHash, InetSocketAddress listening) {
-        ByteBuf buf = Unpooled.buffer(8 + AddressBook.ENTRY_BYTES);
+    /**
+     * The preamble in {@code bytes}, read and checked as a receiver expecting {@code secret} does;
+     * fails the test with the reason when it is unacceptable.
+     */
+    public static Preamble readPreamble(byte[] bytes, byte[] secret) {
+        ByteBuf buf = Unpooled.wrappedBuffer(bytes);
         try {
-            buf.writeIntLE(rank);
-            buf.writeIntLE(size);
-            AddressBook.writeEntry(buf, hostHash, 1, listening);
-            return bytes(buf);
+            Preamble[] out = new Preamble[1];
+            String why = Preamble.read(buf, secret, out);
+            if (why != null) {
+                throw new AssertionError("not an acceptable preamble: " + why);
+            }
+            return out[0];
         } finally {
             buf.release();
         }
     }
 
     /** The readable bytes of {@code buf}, leaving its reader index alone. */
-    static byte[] bytes(ByteBuf buf) {
+    public static byte[] bytes(ByteBuf buf) {
         byte[] out = new byte[buf.readableBytes()];
         buf.getBytes(buf.readerIndex(), out);
         return out;
     }
 
-    static byte[] concat(byte[]... parts) {
+    /** The parts one after the other. */
+    public static byte[] concat(byte[]... parts) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         for (byte[] p : parts) {
             out.writeBytes(p);

@@ -1,6 +1,5 @@
-package org.jmscclpp.bootstrap;
+package org.jmscclpp.ethernet;
 
-import org.jmscclpp.core.spi.Waiting;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -14,8 +13,10 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.bootstrap.LingeringClose;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 
 /**
