@@ -196,7 +196,12 @@ public final class CudaBackend implements Backend {
         return defaultAllocation;
     }
 
-    CudaContext context() {
+    /**
+     * The GPU's primary context, for code that calls the driver, or a library that picks its device
+     * up from the current context (NCCL, say), beside this backend: {@link CudaContext#makeCurrent()}
+     * before each sequence of such calls, and {@link #retain()} for as long as it uses the context.
+     */
+    public CudaContext context() {
         return context;
     }
 
@@ -659,13 +664,16 @@ public final class CudaBackend implements Backend {
     // ---------------------------------------------------------------------------------------------
     // release
 
-    /** A buffer or connection came to life: the context stays retained until it is released. */
-    void retain() {
+    /**
+     * A buffer, connection or other user of the context (an NCCL communicator, say) came to life: the
+     * context stays retained, even after {@link #close()}, until it is released with {@link #unretain()}.
+     */
+    public void retain() {
         users.incrementAndGet();
     }
 
-    /** A buffer or connection is gone; the last one after {@link #close()} releases the context. */
-    void unretain() {
+    /** A user that called {@link #retain()} is gone; the last one after {@link #close()} releases the context. */
+    public void unretain() {
         if (users.decrementAndGet() == 0) {
             context.close();
         }

@@ -17,7 +17,7 @@ import org.jmscclpp.core.JmscclppException;
  * <p>Also holds what the device says about itself (compute capability, multiprocessors, VMM and
  * stream memory-operation support), read once.
  */
-final class CudaContext implements AutoCloseable {
+public final class CudaContext implements AutoCloseable {
 
     private static final Object INIT_LOCK = new Object();
     private static boolean initialised;
@@ -103,7 +103,7 @@ final class CudaContext implements AutoCloseable {
     }
 
     /** Makes this context current on the calling OS thread; call before every sequence of driver calls. */
-    void makeCurrent() {
+    public void makeCurrent() {
         if (closed.get()) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the context of GPU " + ordinal + " is closed")
                     .phase("cuda").build();

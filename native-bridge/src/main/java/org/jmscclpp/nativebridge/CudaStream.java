@@ -151,7 +151,8 @@ public final class CudaStream implements AutoCloseable {
         return true;
     }
 
-    CudaContext context() {
+    /** The context the stream belongs to (its backend's {@link CudaBackend#context()}). */
+    public CudaContext context() {
         return context;
     }
 
@@ -298,7 +299,8 @@ public final class CudaStream implements AutoCloseable {
         return createEvent(CudaDriver.CU_EVENT_DISABLE_TIMING);
     }
 
-    void checkOpen() {
+    /** Throws {@link ErrorCode#INVALID_USAGE} when the stream is closed. */
+    public void checkOpen() {
         if (closed.get()) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the stream " + name + " is closed").phase("cuda")
                     .build();

@@ -18,11 +18,13 @@ import org.junit.jupiter.api.Assumptions;
 
 /**
  * A job of one process per GPU on this host, each a JVM like this one running {@link GpuRankMain}
- * with {@code JMSCCLPP_CUDA_DEVICE} set to its rank (and {@code NCCL_NVLS_ENABLE=0}), bootstrapped over TCP on loopback. Waits for
- * every rank with a deadline, kills what is left, and fails with every rank's output when a rank
- * failed; returns the outputs otherwise (tests print them: they are the record of a GPU run).
+ * (or another main that calls {@link GpuRankMain#run}) with {@code JMSCCLPP_CUDA_DEVICE} set to its
+ * rank (and {@code NCCL_NVLS_ENABLE=0}), bootstrapped over TCP on loopback. Waits for every rank
+ * with a deadline, kills what is left, and fails with every rank's output when a rank failed;
+ * returns the outputs otherwise (tests print them: they are the record of a GPU run). Public for
+ * the GPU tests of other packages and modules.
  */
-final class GpuJob {
+public final class GpuJob {
 
     private static final List<String> FLAGS = List.of("--enable-native-access=ALL-UNNAMED", "-Xmx1g", "-Xss1m");
 
@@ -30,7 +32,7 @@ final class GpuJob {
     }
 
     /** Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n}. */
-    static void assumeGpus(int n) {
+    public static void assumeGpus(int n) {
         new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
         int gpus = CudaContext.deviceCount();
         Assumptions.assumeTrue(gpus >= n, "these tests need " + n + " GPUs, this host has " + gpus);
@@ -38,13 +40,28 @@ final class GpuJob {
 
     /** {@link #run}, then prints every rank's output under {@code [label rank R]}: the record of a GPU run. */
     static void runAndPrint(String label, int nRanks, Duration timeout, Path logs, String scenario, String... args) {
-        List<String> outputs = run(nRanks, timeout, logs, scenario, args);
+        runAndPrint(GpuRankMain.class, label, nRanks, timeout, logs, scenario, args);
+    }
+
+    /** {@link #runAndPrint(String, int, Duration, Path, String, String...)} with the ranks running {@code rankMain}. */
+    public static void runAndPrint(Class<?> rankMain, String label, int nRanks, Duration timeout, Path logs,
+                                   String scenario, String... args) {
+        List<String> outputs = run(rankMain, nRanks, timeout, logs, scenario, args);
         for (int rank = 0; rank < outputs.size(); rank++) {
             System.out.print("[" + label + " rank " + rank + "]\n" + outputs.get(rank));
         }
     }
 
     static List<String> run(int nRanks, Duration timeout, Path logs, String scenario, String... args) {
+        return run(GpuRankMain.class, nRanks, timeout, logs, scenario, args);
+    }
+
+    /**
+     * Runs {@code scenario} on {@code nRanks} processes, each running {@code rankMain}'s {@code main}
+     * (one that calls {@link GpuRankMain#run}), and returns every rank's output, in rank order.
+     */
+    public static List<String> run(Class<?> rankMain, int nRanks, Duration timeout, Path logs, String scenario,
+                                   String... args) {
         String address = "127.0.0.1:" + freePort();
         List<Process> processes = new ArrayList<>();
         List<Path> outputs = new ArrayList<>();
@@ -54,7 +71,7 @@ final class GpuJob {
                         "scenario=" + scenario));
                 a.addAll(List.of(args));
                 Path out = logs.resolve(scenario + "-rank" + rank + ".log");
-                ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, GpuRankMain.class, a))
+                ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, rankMain, a))
                         .redirectErrorStream(true).redirectOutput(out.toFile());
                 pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
                 // NCCL must never use NVLink multicast on the shared GPU hosts

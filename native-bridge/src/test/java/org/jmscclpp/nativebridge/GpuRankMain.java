@@ -3,6 +3,7 @@ package org.jmscclpp.nativebridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,18 +30,28 @@ import reactor.core.publisher.Flux;
  * connections and registrations of basic-write, device-semaphores and port-ping-pong:
  * {@code CUDA_IPC}, the default, or {@code ETHERNET}), {@code iters} (port-ping-pong). Prints
  * {@code OK <scenario> ...} lines on success and exits 0; a failure prints its message and stack and exits 1.
+ *
+ * <p>Public for the GPU tests of other packages and modules (the samples' NCCL tests): a family of
+ * scenarios elsewhere has a {@code main} of its own that calls {@link #run(String[], Scenarios)}, and its
+ * tests start it with {@link GpuJob#run(Class, int, Duration, Path, String, String...)}.
  */
-final class GpuRankMain {
+public final class GpuRankMain {
+
+    /** Runs the scenario named {@code scenario} on this rank; throws (an AssertionError, say) when it fails. */
+    @FunctionalInterface
+    public interface Scenarios {
+        void run(GpuRankMain r, String scenario, Map<String, String> args);
+    }
 
     static final EndpointConfig CUDA_IPC = EndpointConfig.of(Transport.CUDA_IPC);
-    static final Duration TIMEOUT = Duration.ofSeconds(60);
+    public static final Duration TIMEOUT = Duration.ofSeconds(60);
     static final int BUFFERS = 10;
     static final int BUFFER_BYTES = 1 << 20;
 
-    final int rank;
-    final int n;
-    final TcpBootstrap bootstrap;
-    final CudaBackend backend;
+    public final int rank;
+    public final int n;
+    public final TcpBootstrap bootstrap;
+    public final CudaBackend backend;
     final Communicator comm;
     final Transport transport;
 
@@ -53,7 +64,24 @@ final class GpuRankMain {
         this.transport = transport;
     }
 
+    /** The scenarios of this package: basic-write, the collectives' and the kernels'. */
     public static void main(String[] args) {
+        run(args, (r, scenario, a) -> {
+            switch (scenario) {
+                case "basic-write" -> r.basicWrite();
+                case "coll-matrix", "coll-external", "coll-graph", "coll-group", "coll-mismatch" ->
+                        CollectiveScenarios.run(r, scenario, a);
+                default -> GpuKernelScenarios.run(r, scenario, a);
+            }
+        });
+    }
+
+    /**
+     * One rank of a job: parses the arguments, opens the bootstrap, the backend and the communicator,
+     * runs {@code scenarios}, waits for every rank at a barrier, and halts the JVM with 0, or with 1
+     * after printing the failure.
+     */
+    public static void run(String[] args, Scenarios scenarios) {
         Map<String, String> a = new HashMap<>();
         for (String arg : args) {
             int eq = arg.indexOf('=');
@@ -72,13 +100,7 @@ final class GpuRankMain {
             say("rank " + rank + " on " + backend);
             GpuRankMain r = new GpuRankMain(bs, backend, Transport.valueOf(a.getOrDefault("transport", "CUDA_IPC")));
             try {
-                switch (scenario) {
-                    case "basic-write" -> r.basicWrite();
-                    case "coll-matrix", "coll-external", "coll-graph", "coll-group", "coll-mismatch" ->
-                            CollectiveScenarios.run(r, scenario, a);
-                    case "nccl-collectives", "nccl-init-timeout" -> NcclScenarios.run(r, scenario, a);
-                    default -> GpuKernelScenarios.run(r, scenario, a);
-                }
+                scenarios.run(r, scenario, a);
                 bs.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
             } finally {
                 r.comm.close();
@@ -96,7 +118,7 @@ final class GpuRankMain {
         Runtime.getRuntime().halt(code);
     }
 
-    static void say(String line) {
+    public static void say(String line) {
         System.out.println(line);
         System.out.flush();
     }

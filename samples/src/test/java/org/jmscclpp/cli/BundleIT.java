@@ -154,7 +154,8 @@ class BundleIT {
                 "reactive-streams-", "netty-transport-native-epoll-", "jna-", "jspecify-")) {
             assertEquals(1, count(bundle.resolve("lib"), prefix), "lib/" + prefix + "*.jar");
         }
-        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-test-")) {
+        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-test-",
+                "jmscclpp-samples-tests")) {
             assertEquals(1, count(bundle.resolve("test-lib"), prefix), "test-lib/" + prefix + "*.jar");
         }
         // JUnit itself comes inside the console launcher, once
@@ -200,6 +201,8 @@ class BundleIT {
         assertTrue(r.out().matches("(?s).*\\[\\s+0 tests failed\\s+].*"), r.both());
         // a test-jar that JUnit cannot open is a warning and no tests, not a failure: catch it here
         assertFalse(r.both().contains("Error scanning"), r.both());
+        // both test-jars are scanned: native-bridge's and the samples' (the NCCL baseline's GPU tests)
+        assertTrue(r.out().contains("CudaBackendGpuTest") && r.out().contains("NcclGpuTest"), r.out());
     }
 
     @Test

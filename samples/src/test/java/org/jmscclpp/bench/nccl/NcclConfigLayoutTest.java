@@ -1,4 +1,4 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Stream;
+import org.jmscclpp.samples.CudaTools;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,10 +95,10 @@ class NcclConfigLayoutTest {
         Path source = dir.resolve("layout.c");
         Files.writeString(source, program(), StandardCharsets.UTF_8);
         Path binary = dir.resolve("layout");
-        Nvcc.Result build = Nvcc.run(List.of(cc.toString(), "-std=c11", "-I" + include, "-I" + CUDA_INCLUDE,
-                source.toString(), "-o", binary.toString()), dir);
+        CudaTools.Result build = CudaTools.run(List.of(cc.toString(), "-std=c11", "-I" + include, "-I" + CUDA_INCLUDE,
+                source.toString(), "-o", binary.toString()), dir, null);
         assertTrue(build.ok(), () -> "the layout program did not build:\n" + build.output());
-        Nvcc.Result run = Nvcc.run(List.of(binary.toString()), dir);
+        CudaTools.Result run = CudaTools.run(List.of(binary.toString()), dir, null);
         assertTrue(run.ok(), () -> "the layout program failed:\n" + run.output());
         parse(run.output());
     }

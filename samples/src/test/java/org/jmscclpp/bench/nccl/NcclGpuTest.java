@@ -1,5 +1,6 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
+import org.jmscclpp.nativebridge.GpuJob;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -23,18 +24,15 @@ class NcclGpuTest {
     @TempDir
     Path logs;
 
-    private static int gpus;
-
     @BeforeAll
     static void needsGpusAndNccl() {
-        new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
+        GpuJob.assumeGpus(1);
         NcclCommunicator.unavailableReason().ifPresent(reason -> Assumptions.abort("no NCCL here: " + reason));
-        gpus = CudaContext.deviceCount();
     }
 
     @Test
     void collectivesOnTwoGpus() {
-        Assumptions.assumeTrue(gpus >= 2, "this test needs 2 GPUs, this host has " + gpus);
+        GpuJob.assumeGpus(2);
         job(2, "nccl-collectives");
     }
 
@@ -44,7 +42,7 @@ class NcclGpuTest {
     }
 
     private void job(int ranks, String scenario) {
-        List<String> outputs = GpuJob.run(ranks, JOB_TIMEOUT, logs, scenario);
+        List<String> outputs = GpuJob.run(NcclScenarios.class, ranks, JOB_TIMEOUT, logs, scenario);
         for (int rank = 0; rank < outputs.size(); rank++) {
             System.out.print("[" + scenario + " rank " + rank + "]\n" + outputs.get(rank));
         }

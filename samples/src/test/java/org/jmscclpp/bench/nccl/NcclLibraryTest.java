@@ -1,4 +1,4 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

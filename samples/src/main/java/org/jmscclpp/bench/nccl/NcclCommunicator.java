@@ -1,5 +1,8 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
+import org.jmscclpp.nativebridge.CudaBackend;
+import org.jmscclpp.nativebridge.CudaContext;
+import org.jmscclpp.nativebridge.CudaStream;
 import org.jmscclpp.core.spi.Waiting;
 import com.sun.jna.Memory;
 import java.lang.ref.Reference;

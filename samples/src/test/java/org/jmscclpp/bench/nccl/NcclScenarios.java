@@ -1,5 +1,9 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
+import org.jmscclpp.nativebridge.CudaGraph;
+import org.jmscclpp.nativebridge.CudaStream;
+import org.jmscclpp.nativebridge.GpuJob;
+import org.jmscclpp.nativebridge.GpuRankMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -27,6 +31,11 @@ final class NcclScenarios {
     static final Duration JOIN_TIMEOUT = Duration.ofSeconds(5);
 
     private NcclScenarios() {
+    }
+
+    /** A rank of {@link NcclGpuTest}'s jobs. */
+    public static void main(String[] args) {
+        GpuRankMain.run(args, NcclScenarios::run);
     }
 
     static void run(GpuRankMain r, String scenario, Map<String, String> args) {

@@ -1,4 +1,4 @@
-package org.jmscclpp.nativebridge;
+package org.jmscclpp.bench.nccl;
 
 import com.sun.jna.Memory;
 import com.sun.jna.Native;
@@ -12,13 +12,14 @@ import java.util.List;
 import java.util.Optional;
 import java.util.StringJoiner;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 
 /**
- * NCCL ({@code libnccl.so.2}) through JNA direct mapping, like {@link CudaDriver}: the calls
- * {@link NcclCommunicator} makes, nothing more. Communicators ({@code ncclComm_t}), streams and
- * device pointers travel as {@code long}; out-parameters are one-element arrays; every function
- * returns an {@code ncclResult_t}.
+ * NCCL ({@code libnccl.so.2}) through JNA direct mapping, like the library's CUDA driver binding:
+ * the calls {@link NcclCommunicator} makes, nothing more. Communicators ({@code ncclComm_t}),
+ * streams and device pointers travel as {@code long}; out-parameters are one-element arrays; every
+ * function returns an {@code ncclResult_t}.
  *
  * <p>Where the library comes from: the file {@value #LIBRARY_ENV} names when that is set (alone: a
  * failure there is reported, not papered over by a search); otherwise {@code libnccl.so.2} through
@@ -171,14 +172,14 @@ final class Nccl {
             try {
                 return new Resolution(loader.apply(configured), configured, null);
             } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(LIBRARY_ENV + "=" + configured + " (" + Nvrtc.oneLine(e) + ")");
+                attempts.add(LIBRARY_ENV + "=" + configured + " (" + oneLine(e) + ")");
                 return failed(attempts);
             }
         }
         try {
             return new Resolution(loader.apply("libnccl.so.2"), "libnccl.so.2", null);
         } catch (UnsatisfiedLinkError | RuntimeException e) {
-            attempts.add("libnccl.so.2 (" + Nvrtc.oneLine(e) + ")");
+            attempts.add("libnccl.so.2 (" + oneLine(e) + ")");
         }
         for (String path : knownPaths) {
             if (!Files.exists(Path.of(path))) {
@@ -188,10 +189,28 @@ final class Nccl {
             try {
                 return new Resolution(loader.apply(path), path, null);
             } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(path + " (" + Nvrtc.oneLine(e) + ")");
+                attempts.add(path + " (" + oneLine(e) + ")");
             }
         }
         return failed(attempts);
+    }
+
+    /**
+     * The gist of a load error on one line (as the library's NVRTC binding says it). JNA's message
+     * spans lines: a preamble naming the library, the loader's error once per place it looked (often
+     * twice alike), and the class path it searched for a bundled copy; only the loader's errors say
+     * anything.
+     */
+    static String oneLine(Throwable e) {
+        String message = e.getMessage();
+        if (message == null || message.isBlank()) {
+            return e.getClass().getSimpleName();
+        }
+        String gist = message.lines().map(String::strip)
+                .filter(line -> !line.isEmpty() && !line.startsWith("Unable to load library")
+                        && !line.startsWith("Native library"))
+                .distinct().collect(Collectors.joining("; "));
+        return gist.isEmpty() ? message.lines().findFirst().orElse(message).strip() : gist;
     }
 
     private static Resolution failed(List<String> attempts) {
