@@ -1,5 +1,6 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.bench.nccl.NcclCommunicator;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -18,7 +19,6 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.nativebridge.CudaBackend;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 import org.jmscclpp.samples.ExitCodes;

@@ -229,7 +229,7 @@ class BundleIT {
         assertTrue(Files.readString(reports.resolve("TEST-junit-jupiter.xml")).contains("PassingGpuTest"));
 
         env.put("JNA_LIBRARY_PATH", "/opt/cuda-a");
-        Result selected = run(gpuTests, env, 120, "--select-class", "org.jmscclpp.nativebridge.PassingGpuTest");
+        Result selected = run(gpuTests, env, 120, "--select-class", "org.jmscclpp.cuda.PassingGpuTest");
         assertEquals(0, selected.code(), selected.both());
         assertTrue(selected.out().matches("(?s).*\\[\\s+1 tests found\\s+].*"), selected.both());
         assertTrue(selected.out().contains("jna.library.path=/opt/cuda-a\n"), selected.both());
@@ -252,8 +252,8 @@ class BundleIT {
         Files.copy(bundle.resolve("test-lib/junit-platform-console-standalone-1.14.4.jar"),
                 testLib.resolve("junit-platform-console-standalone-1.14.4.jar"));
 
-        Path src = Files.createDirectories(temp.resolve("fake-src/org/jmscclpp/nativebridge"));
-        String header = "package org.jmscclpp.nativebridge;\nimport org.junit.jupiter.api.*;\n";
+        Path src = Files.createDirectories(temp.resolve("fake-src/org/jmscclpp/cuda"));
+        String header = "package org.jmscclpp.cuda;\nimport org.junit.jupiter.api.*;\n";
         Files.writeString(src.resolve("PassingGpuTest.java"), header + """
                 @Tag("gpu") class PassingGpuTest {
                     @Test void passes() { System.out.println("jna.library.path=" + System.getProperty("jna.library.path")); }

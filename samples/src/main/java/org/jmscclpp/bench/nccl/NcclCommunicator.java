@@ -1,8 +1,8 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.CudaContext;
-import org.jmscclpp.nativebridge.CudaStream;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaContext;
+import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.core.spi.Waiting;
 import com.sun.jna.Memory;
 import java.lang.ref.Reference;

@@ -1,6 +1,6 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.nativebridge.GpuJob;
+import org.jmscclpp.cuda.GpuJob;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -1,9 +1,9 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.nativebridge.CudaGraph;
-import org.jmscclpp.nativebridge.CudaStream;
-import org.jmscclpp.nativebridge.GpuJob;
-import org.jmscclpp.nativebridge.GpuRankMain;
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.GpuJob;
+import org.jmscclpp.cuda.GpuRankMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
