@@ -25,40 +25,40 @@ import org.jspecify.annotations.Nullable;
  * <p>The library is registered when this class initialises; when that fails (no driver on this
  * host) {@link #unavailableReason()} says why and no native method may be called.
  */
-final class CudaDriver {
+public final class CudaDriver {
 
-    static final int CUDA_SUCCESS = 0;
-    static final int CUDA_ERROR_NOT_READY = 600;
+    public static final int CUDA_SUCCESS = 0;
+    public static final int CUDA_ERROR_NOT_READY = 600;
 
-    static final int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+    public static final int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
     static final int CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41;
-    static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
-    static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
-    static final int CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
-    static final int CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103;
-    static final int CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122;
+    public static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+    public static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+    public static final int CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
+    public static final int CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103;
+    public static final int CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122;
 
-    static final int CU_MEMHOSTALLOC_PORTABLE = 1;
-    static final int CU_MEMHOSTALLOC_DEVICEMAP = 2;
-    static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
-    static final int CU_STREAM_NON_BLOCKING = 1;
-    static final int CU_EVENT_DISABLE_TIMING = 2;
-    static final int CU_EVENT_DEFAULT = 0;
-    static final int CU_STREAM_WRITE_VALUE_DEFAULT = 0;
-    static final int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
-    static final int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+    public static final int CU_MEMHOSTALLOC_PORTABLE = 1;
+    public static final int CU_MEMHOSTALLOC_DEVICEMAP = 2;
+    public static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
+    public static final int CU_STREAM_NON_BLOCKING = 1;
+    public static final int CU_EVENT_DISABLE_TIMING = 2;
+    public static final int CU_EVENT_DEFAULT = 0;
+    public static final int CU_STREAM_WRITE_VALUE_DEFAULT = 0;
+    public static final int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+    public static final int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
-    static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
-    static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
-    static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
-    static final int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
-    static final int CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
+    public static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+    public static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
+    public static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+    public static final int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+    public static final int CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1;
     /** {@code sizeof(CUmemAllocationProp)} on x86-64 (CUDA 13): type, handle types, location, win32 pointer, flags. */
-    static final int MEM_ALLOCATION_PROP_BYTES = 32;
+    public static final int MEM_ALLOCATION_PROP_BYTES = 32;
     /** {@code sizeof(CUmemAccessDesc)}: location (type, id), flags. */
-    static final int MEM_ACCESS_DESC_BYTES = 12;
+    public static final int MEM_ACCESS_DESC_BYTES = 12;
     /** {@code sizeof(CUipcMemHandle)}. */
-    static final int IPC_HANDLE_BYTES = 64;
+    public static final int IPC_HANDLE_BYTES = 64;
 
     private static final @Nullable String UNAVAILABLE;
 
@@ -85,7 +85,7 @@ final class CudaDriver {
     }
 
     /** Empty when the driver library is registered; otherwise why it is not. */
-    static Optional<String> unavailableReason() {
+    public static Optional<String> unavailableReason() {
         return Optional.ofNullable(UNAVAILABLE);
     }
 
@@ -94,20 +94,20 @@ final class CudaDriver {
      * message names {@code call} and the driver's error name and text, for example
      * {@code cuMemAlloc_v2(1073741824 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory}.
      */
-    static void check(int result, String call) {
+    public static void check(int result, String call) {
         if (result != CUDA_SUCCESS) {
             throw error(result, call);
         }
     }
 
     /** The exception {@link #check} throws for {@code result}. */
-    static JmscclppException error(int result, String call) {
+    public static JmscclppException error(int result, String call) {
         return JmscclppException.builder(ErrorCode.SYSTEM_ERROR, call + " failed: " + describe(result))
                 .phase("cuda").build();
     }
 
     /** {@code NAME (code): text} for a {@code CUresult}. */
-    static String describe(int result) {
+    public static String describe(int result) {
         long[] text = new long[1];
         String name = cuGetErrorName(result, text) == CUDA_SUCCESS && text[0] != 0
                 ? new Pointer(text[0]).getString(0) : "CUresult";
@@ -123,133 +123,133 @@ final class CudaDriver {
 
     static native int cuGetErrorString(int error, long[] str);
 
-    static native int cuInit(int flags);
+    public static native int cuInit(int flags);
 
     static native int cuDriverGetVersion(int[] version);
 
-    static native int cuDeviceGetCount(int[] count);
+    public static native int cuDeviceGetCount(int[] count);
 
-    static native int cuDeviceGet(int[] device, int ordinal);
+    public static native int cuDeviceGet(int[] device, int ordinal);
 
-    static native int cuDeviceGetAttribute(int[] value, int attribute, int device);
+    public static native int cuDeviceGetAttribute(int[] value, int attribute, int device);
 
-    static native int cuDeviceGetName(byte[] name, int length, int device);
+    public static native int cuDeviceGetName(byte[] name, int length, int device);
 
-    static native int cuDeviceTotalMem_v2(long[] bytes, int device);
+    public static native int cuDeviceTotalMem_v2(long[] bytes, int device);
 
-    static native int cuDevicePrimaryCtxRetain(long[] context, int device);
+    public static native int cuDevicePrimaryCtxRetain(long[] context, int device);
 
-    static native int cuDevicePrimaryCtxRelease_v2(int device);
+    public static native int cuDevicePrimaryCtxRelease_v2(int device);
 
-    static native int cuCtxSetCurrent(long context);
+    public static native int cuCtxSetCurrent(long context);
 
-    static native int cuCtxSynchronize();
+    public static native int cuCtxSynchronize();
 
     // ---------------------------------------------------------------------------------------------
     // memory
 
-    static native int cuMemAlloc_v2(long[] devicePointer, long bytes);
+    public static native int cuMemAlloc_v2(long[] devicePointer, long bytes);
 
-    static native int cuMemFree_v2(long devicePointer);
+    public static native int cuMemFree_v2(long devicePointer);
 
-    static native int cuMemsetD8Async(long devicePointer, byte value, long count, long stream);
+    public static native int cuMemsetD8Async(long devicePointer, byte value, long count, long stream);
 
-    static native int cuMemHostAlloc(long[] hostPointer, long bytes, int flags);
+    public static native int cuMemHostAlloc(long[] hostPointer, long bytes, int flags);
 
-    static native int cuMemFreeHost(long hostPointer);
+    public static native int cuMemFreeHost(long hostPointer);
 
-    static native int cuMemHostGetDevicePointer_v2(long[] devicePointer, long hostPointer, int flags);
+    public static native int cuMemHostGetDevicePointer_v2(long[] devicePointer, long hostPointer, int flags);
 
-    static native int cuMemGetAddressRange_v2(long[] base, long[] size, long devicePointer);
+    public static native int cuMemGetAddressRange_v2(long[] base, long[] size, long devicePointer);
 
-    static native int cuMemcpyAsync(long dst, long src, long bytes, long stream);
+    public static native int cuMemcpyAsync(long dst, long src, long bytes, long stream);
 
-    static native int cuMemcpyDtoDAsync_v2(long dst, long src, long bytes, long stream);
+    public static native int cuMemcpyDtoDAsync_v2(long dst, long src, long bytes, long stream);
 
-    static native int cuMemcpyHtoDAsync_v2(long dst, long src, long bytes, long stream);
+    public static native int cuMemcpyHtoDAsync_v2(long dst, long src, long bytes, long stream);
 
     // ---------------------------------------------------------------------------------------------
     // CUDA IPC (legacy handles) and virtual memory management
 
-    static native int cuIpcGetMemHandle(byte[] handle, long devicePointer);
+    public static native int cuIpcGetMemHandle(byte[] handle, long devicePointer);
 
-    static native int cuIpcOpenMemHandle_v2(long[] devicePointer, IpcMemHandle handle, int flags);
+    public static native int cuIpcOpenMemHandle_v2(long[] devicePointer, IpcMemHandle handle, int flags);
 
-    static native int cuIpcCloseMemHandle(long devicePointer);
+    public static native int cuIpcCloseMemHandle(long devicePointer);
 
-    static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
+    public static native int cuMemGetAllocationGranularity(long[] granularity, byte[] prop, int option);
 
-    static native int cuMemCreate(long[] handle, long bytes, byte[] prop, long flags);
+    public static native int cuMemCreate(long[] handle, long bytes, byte[] prop, long flags);
 
-    static native int cuMemRelease(long handle);
+    public static native int cuMemRelease(long handle);
 
-    static native int cuMemAddressReserve(long[] pointer, long bytes, long alignment, long address, long flags);
+    public static native int cuMemAddressReserve(long[] pointer, long bytes, long alignment, long address, long flags);
 
-    static native int cuMemAddressFree(long pointer, long bytes);
+    public static native int cuMemAddressFree(long pointer, long bytes);
 
-    static native int cuMemMap(long pointer, long bytes, long offset, long handle, long flags);
+    public static native int cuMemMap(long pointer, long bytes, long offset, long handle, long flags);
 
-    static native int cuMemUnmap(long pointer, long bytes);
+    public static native int cuMemUnmap(long pointer, long bytes);
 
-    static native int cuMemSetAccess(long pointer, long bytes, byte[] descriptors, long count);
+    public static native int cuMemSetAccess(long pointer, long bytes, byte[] descriptors, long count);
 
-    static native int cuMemExportToShareableHandle(int[] shareableHandle, long handle, int handleType, long flags);
+    public static native int cuMemExportToShareableHandle(int[] shareableHandle, long handle, int handleType, long flags);
 
     /** {@code osHandle} is the file descriptor itself, passed where C passes {@code void*}. */
-    static native int cuMemImportFromShareableHandle(long[] handle, long osHandle, int handleType);
+    public static native int cuMemImportFromShareableHandle(long[] handle, long osHandle, int handleType);
 
     // ---------------------------------------------------------------------------------------------
     // streams and events
 
-    static native int cuStreamCreate(long[] stream, int flags);
+    public static native int cuStreamCreate(long[] stream, int flags);
 
-    static native int cuStreamDestroy_v2(long stream);
+    public static native int cuStreamDestroy_v2(long stream);
 
-    static native int cuStreamQuery(long stream);
+    public static native int cuStreamQuery(long stream);
 
-    static native int cuStreamWriteValue64_v2(long stream, long address, long value, int flags);
+    public static native int cuStreamWriteValue64_v2(long stream, long address, long value, int flags);
 
-    static native int cuEventCreate(long[] event, int flags);
+    public static native int cuEventCreate(long[] event, int flags);
 
-    static native int cuEventDestroy_v2(long event);
+    public static native int cuEventDestroy_v2(long event);
 
-    static native int cuEventRecord(long event, long stream);
+    public static native int cuEventRecord(long event, long stream);
 
-    static native int cuEventQuery(long event);
+    public static native int cuEventQuery(long event);
 
-    static native int cuStreamWaitEvent(long stream, long event, int flags);
+    public static native int cuStreamWaitEvent(long stream, long event, int flags);
 
-    static native int cuEventElapsedTime_v2(float[] milliseconds, long start, long end);
+    public static native int cuEventElapsedTime_v2(float[] milliseconds, long start, long end);
 
     // ---------------------------------------------------------------------------------------------
     // stream capture and graphs
 
-    static native int cuStreamBeginCapture_v2(long stream, int mode);
+    public static native int cuStreamBeginCapture_v2(long stream, int mode);
 
-    static native int cuStreamEndCapture(long stream, long[] graph);
+    public static native int cuStreamEndCapture(long stream, long[] graph);
 
-    static native int cuStreamIsCapturing(long stream, int[] status);
+    public static native int cuStreamIsCapturing(long stream, int[] status);
 
-    static native int cuGraphInstantiateWithFlags(long[] graphExec, long graph, long flags);
+    public static native int cuGraphInstantiateWithFlags(long[] graphExec, long graph, long flags);
 
-    static native int cuGraphLaunch(long graphExec, long stream);
+    public static native int cuGraphLaunch(long graphExec, long stream);
 
-    static native int cuGraphExecDestroy(long graphExec);
+    public static native int cuGraphExecDestroy(long graphExec);
 
-    static native int cuGraphDestroy(long graph);
+    public static native int cuGraphDestroy(long graph);
 
     // ---------------------------------------------------------------------------------------------
     // modules and launches
 
-    static native int cuModuleLoadData(long[] module, byte[] image);
+    public static native int cuModuleLoadData(long[] module, byte[] image);
 
-    static native int cuModuleUnload(long module);
+    public static native int cuModuleUnload(long module);
 
-    static native int cuModuleGetFunction(long[] function, long module, String name);
+    public static native int cuModuleGetFunction(long[] function, long module, String name);
 
-    static native int cuFuncSetAttribute(long function, int attribute, int value);
+    public static native int cuFuncSetAttribute(long function, int attribute, int value);
 
-    static native int cuLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+    public static native int cuLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
                                      int blockZ, int sharedMemBytes, long stream, Pointer kernelParams,
                                      @Nullable Pointer extra);
 
@@ -260,7 +260,7 @@ final class CudaDriver {
         public IpcMemHandle() {
         }
 
-        IpcMemHandle(byte[] bytes) {
+        public IpcMemHandle(byte[] bytes) {
             System.arraycopy(bytes, 0, reserved, 0, IPC_HANDLE_BYTES);
         }
 

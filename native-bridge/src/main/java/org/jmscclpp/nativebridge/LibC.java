@@ -9,7 +9,7 @@ import com.sun.jna.Native;
  * through {@code syscall}, and {@code close}. Interface mapping, since {@code syscall} is
  * variadic; these calls run once per imported buffer, never on a hot path.
  */
-interface LibC extends Library {
+public interface LibC extends Library {
 
     LibC INSTANCE = Native.load("c", LibC.class);
 

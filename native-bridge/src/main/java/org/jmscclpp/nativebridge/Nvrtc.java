@@ -31,11 +31,11 @@ import org.jspecify.annotations.Nullable;
  * {@code targets} folder, off every default path. When none loads, {@link #unavailableReason()}
  * lists each attempt and no native method may be called.
  */
-final class Nvrtc {
+public final class Nvrtc {
 
-    static final int NVRTC_SUCCESS = 0;
-    static final int NVRTC_ERROR_INVALID_OPTION = 5;
-    static final int NVRTC_ERROR_COMPILATION = 6;
+    public static final int NVRTC_SUCCESS = 0;
+    public static final int NVRTC_ERROR_INVALID_OPTION = 5;
+    public static final int NVRTC_ERROR_COMPILATION = 6;
 
     /** Environment variable naming the NVRTC library file to load instead of searching. */
     static final String LIBRARY_ENV = "JMSCCLPP_NVRTC_LIBRARY";
@@ -168,7 +168,7 @@ final class Nvrtc {
     }
 
     /** Empty when NVRTC is registered; otherwise why it is not, listing what was tried. */
-    static Optional<String> unavailableReason() {
+    public static Optional<String> unavailableReason() {
         return Optional.ofNullable(UNAVAILABLE);
     }
 
@@ -188,7 +188,7 @@ final class Nvrtc {
     }
 
     /** {@code major.minor} of the loaded NVRTC, for example {@code 13.0}. */
-    static String version() {
+    public static String version() {
         requireAvailable();
         int[] major = new int[1];
         int[] minor = new int[1];
@@ -208,7 +208,7 @@ final class Nvrtc {
     }
 
     /** {@code NVRTC_ERROR_COMPILATION (6)} and the like. */
-    static String describe(int result) {
+    public static String describe(int result) {
         Pointer text = nvrtcGetErrorString(result);
         return (text == null ? "nvrtcResult" : text.getString(0, StandardCharsets.UTF_8.name())) + " (" + result + ")";
     }
@@ -249,7 +249,7 @@ final class Nvrtc {
     }
 
     /** What a compilation is asked to produce. */
-    enum Product {
+    public enum Product {
         /** Machine code for one {@code sm_XY} architecture: an ELF image {@code cuModuleLoadData} takes. */
         CUBIN,
         /** PTX text, the virtual assembly (NUL-terminated, as NVRTC hands it out). */
@@ -260,7 +260,7 @@ final class Nvrtc {
      * What one compilation produced: NVRTC's result, its log (possibly empty) and, when the
      * result is {@code NVRTC_SUCCESS}, the requested product.
      */
-    record Output(int result, String log, byte @Nullable [] code) {
+    public record Output(int result, String log, byte @Nullable [] code) {
     }
 
     /**
@@ -272,7 +272,7 @@ final class Nvrtc {
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when NVRTC is unavailable or fails
      *                           outside the compilation proper (creating the program, fetching results)
      */
-    static Output compile(String name, String source, Map<String, String> headers, List<String> options,
+    public static Output compile(String name, String source, Map<String, String> headers, List<String> options,
                           Product product) {
         requireAvailable();
         List<String> includeNames = new ArrayList<>(headers.keySet());

@@ -25,22 +25,22 @@ import org.jspecify.annotations.Nullable;
  *       exported symbol is the one the macro would reach.</li>
  *   <li>{@code ibv_post_send}, {@code ibv_post_recv} and {@code ibv_poll_cq} are inlines that call
  *       through {@code context->ops}; {@link #opsFunction} reads those function pointers at the
- *       offsets {@link VerbsLayout} holds, and {@link IbQueuePair} calls them with JNA
+ *       offsets {@link VerbsLayout} holds, and {@code org.jmscclpp.ib.IbQueuePair} calls them with JNA
  *       {@link Function}.</li>
  * </ul>
  * Functions returning a pointer return 0 on failure and set {@code errno}; functions returning
  * {@code int} return 0 or an errno value (some providers return -1 and set {@code errno}).
  */
-final class Verbs {
+public final class Verbs {
 
     /** What JNA loads: {@code ibverbs} resolves to {@code libibverbs.so.1} where only the runtime package is installed. */
     static final String LIBRARY = "libibverbs.so.1";
 
     // enum ibv_access_flags
-    static final int ACCESS_LOCAL_WRITE = 1;
-    static final int ACCESS_REMOTE_WRITE = 2;
-    static final int ACCESS_REMOTE_READ = 4;
-    static final int ACCESS_REMOTE_ATOMIC = 8;
+    public static final int ACCESS_LOCAL_WRITE = 1;
+    public static final int ACCESS_REMOTE_WRITE = 2;
+    public static final int ACCESS_REMOTE_READ = 4;
+    public static final int ACCESS_REMOTE_ATOMIC = 8;
     // enum ibv_qp_type
     static final int QPT_RC = 2;
     // enum ibv_qp_state
@@ -64,21 +64,21 @@ final class Verbs {
     static final int QP_DEST_QPN = 1 << 20;
     static final int QP_MAX_DEST_RD_ATOMIC = 1 << 17;
     // enum ibv_wr_opcode
-    static final int WR_RDMA_WRITE = 0;
-    static final int WR_RDMA_WRITE_WITH_IMM = 1;
+    public static final int WR_RDMA_WRITE = 0;
+    public static final int WR_RDMA_WRITE_WITH_IMM = 1;
     static final int WR_ATOMIC_FETCH_AND_ADD = 6;
     // enum ibv_send_flags
-    static final int SEND_SIGNALED = 2;
+    public static final int SEND_SIGNALED = 2;
     // enum ibv_wc_status / ibv_wc_opcode
-    static final int WC_SUCCESS = 0;
-    static final int WC_RECV_RDMA_WITH_IMM = 129;
+    public static final int WC_SUCCESS = 0;
+    public static final int WC_RECV_RDMA_WITH_IMM = 129;
     // enum ibv_port_state
-    static final int PORT_ACTIVE = 4;
+    public static final int PORT_ACTIVE = 4;
     // IBV_LINK_LAYER_*
     static final int LINK_LAYER_INFINIBAND = 1;
-    static final int LINK_LAYER_ETHERNET = 2;
+    public static final int LINK_LAYER_ETHERNET = 2;
     // enum ibv_atomic_cap
-    static final int ATOMIC_NONE = 0;
+    public static final int ATOMIC_NONE = 0;
 
     private static final @Nullable String UNAVAILABLE;
 
@@ -100,54 +100,54 @@ final class Verbs {
     }
 
     /** Empty when libibverbs is bound; otherwise why not. */
-    static Optional<String> unavailableReason() {
+    public static Optional<String> unavailableReason() {
         return Optional.ofNullable(UNAVAILABLE);
     }
 
-    static native long ibv_get_device_list(int[] numDevices);
+    public static native long ibv_get_device_list(int[] numDevices);
 
-    static native void ibv_free_device_list(long list);
+    public static native void ibv_free_device_list(long list);
 
     static native long ibv_get_device_name(long device);
 
-    static native long ibv_open_device(long device);
+    public static native long ibv_open_device(long device);
 
-    static native int ibv_close_device(long context);
+    public static native int ibv_close_device(long context);
 
-    static native int ibv_query_device(long context, long deviceAttr);
+    public static native int ibv_query_device(long context, long deviceAttr);
 
-    static native int ibv_query_port(long context, byte port, long portAttr);
+    public static native int ibv_query_port(long context, byte port, long portAttr);
 
-    static native int ibv_query_gid(long context, byte port, int index, long gid);
+    public static native int ibv_query_gid(long context, byte port, int index, long gid);
 
-    static native long ibv_alloc_pd(long context);
+    public static native long ibv_alloc_pd(long context);
 
-    static native int ibv_dealloc_pd(long pd);
+    public static native int ibv_dealloc_pd(long pd);
 
-    static native long ibv_reg_mr(long pd, long addr, long length, int access);
+    public static native long ibv_reg_mr(long pd, long addr, long length, int access);
 
-    static native int ibv_dereg_mr(long mr);
+    public static native int ibv_dereg_mr(long mr);
 
-    static native long ibv_create_cq(long context, int cqe, long cqContext, long channel, int compVector);
+    public static native long ibv_create_cq(long context, int cqe, long cqContext, long channel, int compVector);
 
-    static native int ibv_destroy_cq(long cq);
+    public static native int ibv_destroy_cq(long cq);
 
-    static native long ibv_create_qp(long pd, long initAttr);
+    public static native long ibv_create_qp(long pd, long initAttr);
 
-    static native int ibv_destroy_qp(long qp);
+    public static native int ibv_destroy_qp(long qp);
 
-    static native int ibv_modify_qp(long qp, long attr, int attrMask);
+    public static native int ibv_modify_qp(long qp, long attr, int attrMask);
 
     static native long ibv_wc_status_str(int status);
 
     /** {@code ibv_wc_status_str(status)} with its number, e.g. {@code "remote access error (10)"}. */
-    static String statusString(int status) {
+    public static String statusString(int status) {
         long text = ibv_wc_status_str(status);
         return (text == 0 ? "unknown status" : new Pointer(text).getString(0)) + " (" + status + ")";
     }
 
     /** The device's name ({@code mlx5_0}, {@code rxe0}). */
-    static String deviceName(long device) {
+    public static String deviceName(long device) {
         long name = ibv_get_device_name(device);
         return name == 0 ? "?" : new Pointer(name).getString(0);
     }
@@ -156,7 +156,7 @@ final class Verbs {
      * The function pointer at {@code offset} of the ops table inside the {@code ibv_context} at
      * {@code context}, as a JNA function; {@link ErrorCode#SYSTEM_ERROR} when the provider left it empty.
      */
-    static Function opsFunction(long context, long offset, String name) {
+    public static Function opsFunction(long context, long offset, String name) {
         long fn = new Pointer(context).getLong(offset);
         if (fn == 0) {
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the RDMA provider has no " + name
@@ -166,13 +166,13 @@ final class Verbs {
     }
 
     /** The {@code errno} left by the last native call of this thread, in words. */
-    static String errno() {
+    public static String errno() {
         int e = Native.getLastError();
         return "errno " + e + (e == 0 ? "" : " (" + LibCString.text(e) + ")");
     }
 
     /** Throws {@link ErrorCode#SYSTEM_ERROR} naming {@code call} unless {@code rc} is 0. */
-    static void check(int rc, String call) {
+    public static void check(int rc, String call) {
         if (rc != 0) {
             int e = rc > 0 ? rc : Native.getLastError();
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, call + " failed: errno " + e + " ("
@@ -181,7 +181,7 @@ final class Verbs {
     }
 
     /** Returns {@code pointer}, or throws {@link ErrorCode#SYSTEM_ERROR} naming {@code call} and errno when it is 0. */
-    static long checkPointer(long pointer, String call) {
+    public static long checkPointer(long pointer, String call) {
         if (pointer == 0) {
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, call + " failed: " + errno()).phase("ib").build();
         }

@@ -40,42 +40,42 @@ import java.lang.foreign.ValueLayout;
  * The rdma and atomic members of {@code ibv_send_wr.wr} are one union: an RDMA write's rkey and an
  * atomic's compare_add share offset 48.
  */
-final class VerbsLayout {
+public final class VerbsLayout {
 
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED;
     private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
 
-    static final long CONTEXT_OPS_POLL_CQ = 96;
-    static final long CONTEXT_OPS_POST_SEND = 208;
-    static final long CONTEXT_OPS_POST_RECV = 216;
+    public static final long CONTEXT_OPS_POLL_CQ = 96;
+    public static final long CONTEXT_OPS_POST_SEND = 208;
+    public static final long CONTEXT_OPS_POST_RECV = 216;
 
-    static final long QP_CONTEXT = 0;
-    static final long QP_QP_NUM = 52;
-    static final long CQ_CONTEXT = 0;
+    public static final long QP_CONTEXT = 0;
+    public static final long QP_QP_NUM = 52;
+    public static final long CQ_CONTEXT = 0;
 
     static final long MR_ADDR = 16;
     static final long MR_LENGTH = 24;
-    static final long MR_LKEY = 36;
-    static final long MR_RKEY = 40;
+    public static final long MR_LKEY = 36;
+    public static final long MR_RKEY = 40;
 
-    static final int DEVICE_ATTR_BYTES = 232;
+    public static final int DEVICE_ATTR_BYTES = 232;
     static final long DEVICE_ATTR_MAX_QP_WR = 112;
     static final long DEVICE_ATTR_MAX_CQE = 132;
     static final long DEVICE_ATTR_MAX_QP_RD_ATOM = 144;
     static final long DEVICE_ATTR_ATOMIC_CAP = 164;
     static final long DEVICE_ATTR_PHYS_PORT_CNT = 227;
 
-    static final int PORT_ATTR_BYTES = 52;
+    public static final int PORT_ATTR_BYTES = 52;
     static final long PORT_ATTR_STATE = 0;
     static final long PORT_ATTR_ACTIVE_MTU = 8;
     static final long PORT_ATTR_LID = 34;
     static final long PORT_ATTR_LINK_LAYER = 46;
 
-    static final int GID_BYTES = 16;
+    public static final int GID_BYTES = 16;
 
-    static final int QP_INIT_ATTR_BYTES = 64;
+    public static final int QP_INIT_ATTR_BYTES = 64;
     static final long QP_INIT_ATTR_SEND_CQ = 8;
     static final long QP_INIT_ATTR_RECV_CQ = 16;
     static final long QP_INIT_ATTR_MAX_SEND_WR = 32;
@@ -85,7 +85,7 @@ final class VerbsLayout {
     static final long QP_INIT_ATTR_QP_TYPE = 52;
     static final long QP_INIT_ATTR_SQ_SIG_ALL = 56;
 
-    static final int QP_ATTR_BYTES = 144;
+    public static final int QP_ATTR_BYTES = 144;
     static final long QP_ATTR_QP_STATE = 0;
     static final long QP_ATTR_PATH_MTU = 8;
     static final long QP_ATTR_RQ_PSN = 20;
@@ -108,12 +108,12 @@ final class VerbsLayout {
     static final long QP_ATTR_RETRY_CNT = 131;
     static final long QP_ATTR_RNR_RETRY = 132;
 
-    static final int SGE_BYTES = 16;
+    public static final int SGE_BYTES = 16;
     static final long SGE_ADDR = 0;
     static final long SGE_LENGTH = 8;
     static final long SGE_LKEY = 12;
 
-    static final int SEND_WR_BYTES = 128;
+    public static final int SEND_WR_BYTES = 128;
     static final long SEND_WR_ID = 0;
     static final long SEND_WR_NEXT = 8;
     static final long SEND_WR_SG_LIST = 16;
@@ -128,13 +128,13 @@ final class VerbsLayout {
     static final long SEND_WR_ATOMIC_SWAP = 56;
     static final long SEND_WR_ATOMIC_RKEY = 64;
 
-    static final int RECV_WR_BYTES = 32;
+    public static final int RECV_WR_BYTES = 32;
     static final long RECV_WR_ID = 0;
     static final long RECV_WR_NEXT = 8;
     static final long RECV_WR_SG_LIST = 16;
     static final long RECV_WR_NUM_SGE = 24;
 
-    static final int WC_BYTES = 48;
+    public static final int WC_BYTES = 48;
     static final long WC_WR_ID = 0;
     static final long WC_STATUS = 8;
     static final long WC_OPCODE = 12;
@@ -147,8 +147,8 @@ final class VerbsLayout {
     }
 
     /** What this library reads of {@code ibv_device_attr}. */
-    record DeviceAttr(int maxQpWr, int maxCqe, int maxQpRdAtom, int atomicCap, int physPortCount) {
-        static DeviceAttr decode(MemorySegment s) {
+    public record DeviceAttr(int maxQpWr, int maxCqe, int maxQpRdAtom, int atomicCap, int physPortCount) {
+        public static DeviceAttr decode(MemorySegment s) {
             return new DeviceAttr(s.get(U32, DEVICE_ATTR_MAX_QP_WR), s.get(U32, DEVICE_ATTR_MAX_CQE),
                     s.get(U32, DEVICE_ATTR_MAX_QP_RD_ATOM), s.get(U32, DEVICE_ATTR_ATOMIC_CAP),
                     Byte.toUnsignedInt(s.get(U8, DEVICE_ATTR_PHYS_PORT_CNT)));
@@ -156,16 +156,16 @@ final class VerbsLayout {
     }
 
     /** What this library reads of {@code ibv_port_attr}. */
-    record PortAttr(int state, int activeMtu, int lid, int linkLayer) {
-        static PortAttr decode(MemorySegment s) {
+    public record PortAttr(int state, int activeMtu, int lid, int linkLayer) {
+        public static PortAttr decode(MemorySegment s) {
             return new PortAttr(s.get(U32, PORT_ATTR_STATE), s.get(U32, PORT_ATTR_ACTIVE_MTU),
                     Short.toUnsignedInt(s.get(U16, PORT_ATTR_LID)), Byte.toUnsignedInt(s.get(U8, PORT_ATTR_LINK_LAYER)));
         }
     }
 
     /** One {@code ibv_wc}. */
-    record Wc(long wrId, int status, int opcode, int vendorErr, int byteLen, int immData, int qpNum) {
-        static Wc decode(MemorySegment s, long offset) {
+    public record Wc(long wrId, int status, int opcode, int vendorErr, int byteLen, int immData, int qpNum) {
+        public static Wc decode(MemorySegment s, long offset) {
             return new Wc(s.get(U64, offset + WC_WR_ID), s.get(U32, offset + WC_STATUS), s.get(U32, offset + WC_OPCODE),
                     s.get(U32, offset + WC_VENDOR_ERR), s.get(U32, offset + WC_BYTE_LEN),
                     s.get(U32, offset + WC_IMM_DATA), s.get(U32, offset + WC_QP_NUM));
@@ -173,7 +173,7 @@ final class VerbsLayout {
     }
 
     /** An {@code ibv_qp_init_attr} for a reliable-connected QP with one SGE per request and no inline data. */
-    static void encodeQpInitAttr(MemorySegment s, long sendCq, long recvCq, int maxSendWr, int maxRecvWr) {
+    public static void encodeQpInitAttr(MemorySegment s, long sendCq, long recvCq, int maxSendWr, int maxRecvWr) {
         s.asSlice(0, QP_INIT_ATTR_BYTES).fill((byte) 0);
         s.set(U64, QP_INIT_ATTR_SEND_CQ, sendCq);
         s.set(U64, QP_INIT_ATTR_RECV_CQ, recvCq);
@@ -186,7 +186,7 @@ final class VerbsLayout {
     }
 
     /** RESET → INIT: port, pkey 0, access flags; the mask is {@link #INIT_MASK}. */
-    static void encodeQpAttrInit(MemorySegment s, int port, int access) {
+    public static void encodeQpAttrInit(MemorySegment s, int port, int access) {
         s.asSlice(0, QP_ATTR_BYTES).fill((byte) 0);
         s.set(U32, QP_ATTR_QP_STATE, Verbs.QPS_INIT);
         s.set(U16, QP_ATTR_PKEY_INDEX, (short) 0);
@@ -194,14 +194,14 @@ final class VerbsLayout {
         s.set(U32, QP_ATTR_ACCESS_FLAGS, access);
     }
 
-    static final int INIT_MASK = Verbs.QP_STATE | Verbs.QP_PKEY_INDEX | Verbs.QP_PORT | Verbs.QP_ACCESS_FLAGS;
+    public static final int INIT_MASK = Verbs.QP_STATE | Verbs.QP_PKEY_INDEX | Verbs.QP_PORT | Verbs.QP_ACCESS_FLAGS;
 
     /**
      * INIT → RTR towards the peer's QP: path MTU, peer QP number and first PSN, its LID, and over
      * RoCE (or whenever {@code global}) a GRH to its GID from this port's {@code sgidIndex}; one
      * outstanding atomic or read as responder, RNR timer 12 (0.64 ms). Mask {@link #RTR_MASK}.
      */
-    static void encodeQpAttrRtr(MemorySegment s, int mtu, int destQpn, int rqPsn, int dlid, boolean global,
+    public static void encodeQpAttrRtr(MemorySegment s, int mtu, int destQpn, int rqPsn, int dlid, boolean global,
                                 byte[] dgid, int sgidIndex, int port) {
         s.asSlice(0, QP_ATTR_BYTES).fill((byte) 0);
         s.set(U32, QP_ATTR_QP_STATE, Verbs.QPS_RTR);
@@ -221,11 +221,11 @@ final class VerbsLayout {
         }
     }
 
-    static final int RTR_MASK = Verbs.QP_STATE | Verbs.QP_AV | Verbs.QP_PATH_MTU | Verbs.QP_DEST_QPN
+    public static final int RTR_MASK = Verbs.QP_STATE | Verbs.QP_AV | Verbs.QP_PATH_MTU | Verbs.QP_DEST_QPN
             | Verbs.QP_RQ_PSN | Verbs.QP_MAX_DEST_RD_ATOMIC | Verbs.QP_MIN_RNR_TIMER;
 
     /** RTR → RTS: first send PSN, ack timeout 18 (~1 s), 7 retries, RNR retries forever, one outstanding atomic. */
-    static void encodeQpAttrRts(MemorySegment s, int sqPsn) {
+    public static void encodeQpAttrRts(MemorySegment s, int sqPsn) {
         s.asSlice(0, QP_ATTR_BYTES).fill((byte) 0);
         s.set(U32, QP_ATTR_QP_STATE, Verbs.QPS_RTS);
         s.set(U32, QP_ATTR_SQ_PSN, sqPsn);
@@ -235,17 +235,17 @@ final class VerbsLayout {
         s.set(U8, QP_ATTR_MAX_RD_ATOMIC, (byte) 1);
     }
 
-    static final int RTS_MASK = Verbs.QP_STATE | Verbs.QP_TIMEOUT | Verbs.QP_RETRY_CNT | Verbs.QP_RNR_RETRY
+    public static final int RTS_MASK = Verbs.QP_STATE | Verbs.QP_TIMEOUT | Verbs.QP_RETRY_CNT | Verbs.QP_RNR_RETRY
             | Verbs.QP_SQ_PSN | Verbs.QP_MAX_QP_RD_ATOMIC;
 
-    static void encodeSge(MemorySegment s, long offset, long addr, int length, int lkey) {
+    public static void encodeSge(MemorySegment s, long offset, long addr, int length, int lkey) {
         s.set(U64, offset + SGE_ADDR, addr);
         s.set(U32, offset + SGE_LENGTH, length);
         s.set(U32, offset + SGE_LKEY, lkey);
     }
 
     /** An RDMA write (with immediate data when {@code opcode} says so) of the one SGE at {@code sge}. */
-    static void encodeRdmaWr(MemorySegment s, long wrId, long sge, int opcode, int flags, int imm, long remoteAddr,
+    public static void encodeRdmaWr(MemorySegment s, long wrId, long sge, int opcode, int flags, int imm, long remoteAddr,
                              int rkey) {
         s.asSlice(0, SEND_WR_BYTES).fill((byte) 0);
         s.set(U64, SEND_WR_ID, wrId);
@@ -259,7 +259,7 @@ final class VerbsLayout {
     }
 
     /** An atomic fetch-and-add of {@code add} at the peer's {@code remoteAddr}; the old value lands in the SGE. */
-    static void encodeFetchAddWr(MemorySegment s, long wrId, long sge, int flags, long remoteAddr, long add, int rkey) {
+    public static void encodeFetchAddWr(MemorySegment s, long wrId, long sge, int flags, long remoteAddr, long add, int rkey) {
         s.asSlice(0, SEND_WR_BYTES).fill((byte) 0);
         s.set(U64, SEND_WR_ID, wrId);
         s.set(U64, SEND_WR_SG_LIST, sge);
@@ -272,7 +272,7 @@ final class VerbsLayout {
         s.set(U32, SEND_WR_ATOMIC_RKEY, rkey);
     }
 
-    static void encodeRecvWr(MemorySegment s, long offset, long wrId, long sge) {
+    public static void encodeRecvWr(MemorySegment s, long offset, long wrId, long sge) {
         s.asSlice(offset, RECV_WR_BYTES).fill((byte) 0);
         s.set(U64, offset + RECV_WR_ID, wrId);
         s.set(U64, offset + RECV_WR_SG_LIST, sge);

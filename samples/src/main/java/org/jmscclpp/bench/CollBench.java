@@ -1,5 +1,7 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.bench.nccl.NcclCommunicator;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -17,8 +19,6 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.NcclCommunicator;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 import org.jmscclpp.samples.ExitCodes;

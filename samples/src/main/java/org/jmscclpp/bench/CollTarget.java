@@ -1,6 +1,6 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.nativebridge.CudaStream;
+import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.samples.CollectiveBuffers;
 import org.jmscclpp.samples.CollectiveData;
 import org.jmscclpp.samples.CollectiveRun;

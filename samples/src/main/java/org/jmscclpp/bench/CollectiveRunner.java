@@ -1,5 +1,7 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -8,8 +10,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
-import org.jmscclpp.nativebridge.CudaGraph;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 

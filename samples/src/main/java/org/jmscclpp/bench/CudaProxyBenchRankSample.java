@@ -1,5 +1,11 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.HotBindingsProbe;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.jmscclpp.core.channel.MemoryChannel;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.proxy.Fifo;
@@ -29,12 +35,6 @@ import org.jmscclpp.core.proxy.ProxyService.Poller;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.DeviceKernels;
-import org.jmscclpp.nativebridge.HotBindingsProbe;
-import org.jmscclpp.nativebridge.Kernel;
-import org.jmscclpp.nativebridge.KernelArgs;
-import org.jmscclpp.nativebridge.LaunchConfig;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Sample;

@@ -1,5 +1,7 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,8 +13,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.cuda.collective.CudaCollectiveComm;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jmscclpp.samples.CollectiveBuffers;
 import org.jmscclpp.samples.CollectiveData;
 import org.jmscclpp.samples.CollectiveJob;

@@ -1,5 +1,7 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,8 +17,6 @@ import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.CudaStream;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 

@@ -1,5 +1,10 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
@@ -27,11 +32,6 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.CudaStream;
-import org.jmscclpp.nativebridge.Kernel;
-import org.jmscclpp.nativebridge.KernelArgs;
-import org.jmscclpp.nativebridge.LaunchConfig;
 
 /**
  * {@code overlap [--backend host|cuda] [--tiles K] [--tile-bytes B] [--passes P] [--iters I]}:

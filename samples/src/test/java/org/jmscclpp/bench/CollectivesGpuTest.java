@@ -1,5 +1,7 @@
 package org.jmscclpp.bench;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.bench.nccl.NcclCommunicator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,8 +13,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Collectors;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.NcclCommunicator;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.TestRankMain;

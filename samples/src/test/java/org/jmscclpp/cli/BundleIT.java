@@ -154,7 +154,8 @@ class BundleIT {
                 "reactive-streams-", "netty-transport-native-epoll-", "jna-", "jspecify-")) {
             assertEquals(1, count(bundle.resolve("lib"), prefix), "lib/" + prefix + "*.jar");
         }
-        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-test-")) {
+        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-test-",
+                "jmscclpp-samples-tests")) {
             assertEquals(1, count(bundle.resolve("test-lib"), prefix), "test-lib/" + prefix + "*.jar");
         }
         // JUnit itself comes inside the console launcher, once
@@ -200,6 +201,8 @@ class BundleIT {
         assertTrue(r.out().matches("(?s).*\\[\\s+0 tests failed\\s+].*"), r.both());
         // a test-jar that JUnit cannot open is a warning and no tests, not a failure: catch it here
         assertFalse(r.both().contains("Error scanning"), r.both());
+        // both test-jars are scanned: native-bridge's and the samples' (the NCCL baseline's GPU tests)
+        assertTrue(r.out().contains("CudaBackendGpuTest") && r.out().contains("NcclGpuTest"), r.out());
     }
 
     @Test
@@ -226,7 +229,7 @@ class BundleIT {
         assertTrue(Files.readString(reports.resolve("TEST-junit-jupiter.xml")).contains("PassingGpuTest"));
 
         env.put("JNA_LIBRARY_PATH", "/opt/cuda-a");
-        Result selected = run(gpuTests, env, 120, "--select-class", "org.jmscclpp.nativebridge.PassingGpuTest");
+        Result selected = run(gpuTests, env, 120, "--select-class", "org.jmscclpp.cuda.PassingGpuTest");
         assertEquals(0, selected.code(), selected.both());
         assertTrue(selected.out().matches("(?s).*\\[\\s+1 tests found\\s+].*"), selected.both());
         assertTrue(selected.out().contains("jna.library.path=/opt/cuda-a\n"), selected.both());
@@ -249,8 +252,8 @@ class BundleIT {
         Files.copy(bundle.resolve("test-lib/junit-platform-console-standalone-1.14.4.jar"),
                 testLib.resolve("junit-platform-console-standalone-1.14.4.jar"));
 
-        Path src = Files.createDirectories(temp.resolve("fake-src/org/jmscclpp/nativebridge"));
-        String header = "package org.jmscclpp.nativebridge;\nimport org.junit.jupiter.api.*;\n";
+        Path src = Files.createDirectories(temp.resolve("fake-src/org/jmscclpp/cuda"));
+        String header = "package org.jmscclpp.cuda;\nimport org.junit.jupiter.api.*;\n";
         Files.writeString(src.resolve("PassingGpuTest.java"), header + """
                 @Tag("gpu") class PassingGpuTest {
                     @Test void passes() { System.out.println("jna.library.path=" + System.getProperty("jna.library.path")); }

@@ -1,5 +1,6 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.cuda.CudaBackend;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,7 +9,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Collectors;
-import org.jmscclpp.nativebridge.CudaBackend;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Timeout;
  * {@code shuffle --backend cuda} (allToAll and a group of sends and receives on device memory;
  * every record checked). Each test prints every rank's output, the record of the run. Aborted,
  * with the reason, where fewer than two GPUs (or no NVRTC) are found. {@code bin/gpu-tests} runs
- * native-bridge's GPU tests only: run these with
+ * them from a bundle (the samples' test-jar is in it: {@code gpu-tests --select-class
+ * org.jmscclpp.samples.AppSamplesGpuTest}); with Maven,
  * {@code ./mvnw -pl samples -am test -Dtest=AppSamplesGpuTest -Dsurefire.failIfNoSpecifiedTests=false}.
  */
 @Tag("gpu")

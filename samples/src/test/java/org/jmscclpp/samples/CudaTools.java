@@ -16,16 +16,17 @@ import org.junit.jupiter.api.Assumptions;
  * nvcc for the samples' tests that compile device code without a GPU: on {@code PATH}, else at
  * {@code /usr/local/cuda/bin/nvcc} or {@code /usr/local/bin/nvcc}; tests {@link #nvcc()} aborts
  * (skipped, with the reason) where there is none. Commands run with a deadline and their output
- * goes to a file.
+ * goes to a file. Public for the NCCL binding's layout test ({@code org.jmscclpp.bench.nccl}), which builds
+ * and runs a C program with {@link #run}.
  */
-final class CudaTools {
+public final class CudaTools {
 
     static final Duration TIMEOUT = Duration.ofMinutes(4);
     private static final List<Path> FALLBACKS = List.of(Path.of("/usr/local/cuda/bin/nvcc"),
             Path.of("/usr/local/bin/nvcc"));
 
-    record Result(int exitCode, String output) {
-        boolean ok() {
+    public record Result(int exitCode, String output) {
+        public boolean ok() {
             return exitCode == 0;
         }
     }
@@ -54,7 +55,7 @@ final class CudaTools {
     }
 
     /** Runs {@code command} in {@code dir}, stdin from {@code input} (or nothing); IOException past {@link #TIMEOUT}. */
-    static Result run(List<String> command, Path dir, @org.jspecify.annotations.Nullable Path input) throws IOException, InterruptedException {
+    public static Result run(List<String> command, Path dir, @org.jspecify.annotations.Nullable Path input) throws IOException, InterruptedException {
         Path log = Files.createTempFile(dir, "command", ".log");
         ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile());

@@ -1,5 +1,11 @@
 package org.jmscclpp.cuda.collective;
 
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.Closeables;
 import java.lang.foreign.MemorySegment;
@@ -38,12 +44,6 @@ import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
-import org.jmscclpp.nativebridge.CudaBackend;
-import org.jmscclpp.nativebridge.CudaStream;
-import org.jmscclpp.nativebridge.DeviceKernels;
-import org.jmscclpp.nativebridge.Kernel;
-import org.jmscclpp.nativebridge.KernelArgs;
-import org.jmscclpp.nativebridge.LaunchConfig;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;

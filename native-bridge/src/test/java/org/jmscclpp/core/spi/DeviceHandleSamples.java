@@ -25,8 +25,8 @@ import java.util.function.Consumer;
  * Device handles as the Java encoders write them, for native-bridge's tests of the CUDA headers'
  * layouts: the encoders ({@link DeviceHandles}) with any field values, and handles of real
  * channels built over a host backend in this JVM (the fixtures of reactive-core's tests). Lives in
- * {@code org.jmscclpp.core} for the package-private encoders; public for the tests in
- * {@code org.jmscclpp.nativebridge}.
+ * {@code org.jmscclpp.core.spi} for the package-private encoders; public for the tests in
+ * {@code org.jmscclpp.cuda.kernel} ({@code DeviceHandleLayoutTest}).
  */
 public final class DeviceHandleSamples {
 

@@ -1,0 +1,52 @@
+package org.jmscclpp.cuda;
+
+import org.jmscclpp.core.spi.BackendProvider;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import java.util.Optional;
+import org.jmscclpp.core.Backends;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+class CudaBackendSelectionTest {
+
+    @Test
+    void theGpuFollowsTheVariableThenTheLocalRankThenTheRank() {
+        assertEquals(1, CudaBackend.chooseDevice(Map.of("JMSCCLPP_CUDA_DEVICE", "1", "JMSCCLPP_RANK", "0"), 2));
+        assertEquals(1, CudaBackend.chooseDevice(Map.of("JMSCCLPP_LOCAL_RANK", "3", "JMSCCLPP_RANK", "0"), 2));
+        assertEquals(0, CudaBackend.chooseDevice(Map.of("JMSCCLPP_RANK", "4"), 2));
+        assertEquals(0, CudaBackend.chooseDevice(Map.of(), 8));
+        JmscclppException e = assertThrows(JmscclppException.class,
+                () -> CudaBackend.chooseDevice(Map.of("JMSCCLPP_CUDA_DEVICE", "x"), 2));
+        assertEquals(ErrorCode.INVALID_USAGE, e.code());
+    }
+
+    @Test
+    void theAllocationVariableIsMallocOrVmm() {
+        assertEquals(CudaBackend.Allocation.MEM_ALLOC, CudaBackend.allocationFrom(null));
+        assertEquals(CudaBackend.Allocation.MEM_ALLOC, CudaBackend.allocationFrom("malloc"));
+        assertEquals(CudaBackend.Allocation.VMM, CudaBackend.allocationFrom("VMM"));
+        JmscclppException e = assertThrows(JmscclppException.class, () -> CudaBackend.allocationFrom("managed"));
+        assertEquals(ErrorCode.INVALID_USAGE, e.code());
+        assertTrue(e.getMessage().contains("JMSCCLPP_CUDA_ALLOC"), e.getMessage());
+    }
+
+    @Test
+    void theCudaProviderIsFoundAndSaysWhyItCannotRunWithoutADriver() {
+        BackendProvider cuda = Backends.providers().stream().filter(p -> p.name().equals("cuda")).findFirst()
+                .orElseThrow(() -> new AssertionError("no cuda provider among " + Backends.providers()));
+        assertTrue(cuda.priority() > 0);
+        Optional<String> reason = cuda.unavailableReason();
+        Assumptions.assumeTrue(reason.isPresent(), "a GPU is present here: the gpu-tagged tests cover it");
+        System.out.println("cuda backend unavailable here (expected on CPU machines): " + reason.get());
+        assertFalse(reason.get().isBlank());
+        assertTrue(reason.get().contains("CUDA driver"), reason.get());
+        assertEquals("host", Backends.best().name(), "without a GPU the best backend is the host's");
+    }
+}

@@ -1,0 +1,569 @@
+package org.jmscclpp.cuda.collective;
+
+import org.jmscclpp.testkit.CollectiveReference;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.GpuRankMain;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.collective.CallOptions;
+import org.jmscclpp.core.collective.CollectiveCall;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.CollectiveOptions;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.core.collective.Reductions;
+
+/**
+ * The CUDA collective engine's scenarios, one rank each ({@link GpuRankMain}): the public API on
+ * real GPUs, every output checked on the host, bit for bit, against {@link Reductions} folding the
+ * ranks' inputs in rank order (the kernels' arithmetic, proven equal to it by
+ * {@code ReduceHeaderCrossCheckTest}); data moved without reduction compared byte for byte.
+ * <ul>
+ *   <li>{@code coll-matrix}: reducing kinds over many (type, op) pairs, moving kinds over four
+ *       widths, counts {0, 1, 7, n − 1, 1000003}, offsets 0 and 13 bytes, in and out of place,
+ *       each with ll16 (where it fits), the direct algorithm on registered buffers and on staged
+ *       ones; then every kind at 256 MiB, registered and staged; and sends and receives in a ring;</li>
+ *   <li>{@code coll-external}: buffers wrapped from raw device pointers ({@link CudaBackend#wrap})
+ *       and a stream wrapped from a raw handle ({@link CudaBackend#wrapStream}) with the stream form;</li>
+ *   <li>{@code coll-graph}: 8 allreduces (ll16 and rsag) of the stream form captured in a CUDA graph,
+ *       replayed 5 times on fresh inputs;</li>
+ *   <li>{@code coll-group}: one group mixing a ring of sends and receives, an alltoallv by sends
+ *       and receives of uneven sizes, and two collectives;</li>
+ *   <li>{@code coll-mismatch}: ranks calling allreduce with different counts all fail with
+ *       INVALID_USAGE naming both, and the communicator refuses later calls.</li>
+ * </ul>
+ */
+final class CollectiveScenarios {
+
+    static final Duration LIMIT = Duration.ofSeconds(120);
+    static final long LARGE = 1_000_003;
+    static final long HUGE_BYTES = 256L << 20;
+    static final byte POISON = (byte) 0x5A;
+
+    private final GpuRankMain r;
+    private final int rank;
+    private final int n;
+    private final CudaBackend backend;
+    private final Arena arena = Arena.ofShared();
+    private int calls;
+
+    private CollectiveScenarios(GpuRankMain r) {
+        this.r = r;
+        this.rank = r.rank;
+        this.n = r.n;
+        this.backend = r.backend;
+    }
+
+    /** A rank of {@link CudaCollectivesGpuTest}'s jobs. */
+    public static void main(String[] args) {
+        GpuRankMain.run(args, CollectiveScenarios::run);
+    }
+
+    static void run(GpuRankMain r, String scenario, Map<String, String> args) {
+        CollectiveScenarios s = new CollectiveScenarios(r);
+        try (CollectiveComm comm = CollectiveComm.create(r.comm, CollectiveOptions.defaults().withTimeout(LIMIT))
+                .block(LIMIT.plusSeconds(30))) {
+            GpuRankMain.say("collective communicator " + comm + " algorithms " + comm.algorithms().stream()
+                    .map(a -> a.kind().label() + ":" + a.name()).toList());
+            long t0 = System.nanoTime();
+            switch (scenario) {
+                case "coll-matrix" -> s.matrix(comm);
+                case "coll-external" -> s.external(comm);
+                case "coll-graph" -> s.graph((CudaCollectiveComm) comm);
+                case "coll-group" -> s.group(comm);
+                case "coll-mismatch" -> s.mismatch(comm);
+                default -> throw new IllegalArgumentException("unknown scenario " + scenario);
+            }
+            GpuRankMain.say(String.format("OK %s: %d calls checked in %.1f s", scenario, s.calls,
+                    (System.nanoTime() - t0) / 1e9));
+        } finally {
+            s.arena.close();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+
+    /** The (type, op) pairs of the matrix: every type with sum, every op with float and bfloat16, and a few more. */
+    static List<Object[]> reducingPairs() {
+        List<Object[]> pairs = new ArrayList<>();
+        for (DataType t : DataType.values()) {
+            pairs.add(new Object[] {t, ReduceOp.SUM});
+        }
+        for (ReduceOp op : List.of(ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN, ReduceOp.AVG)) {
+            pairs.add(new Object[] {DataType.FLOAT32, op});
+            pairs.add(new Object[] {DataType.BFLOAT16, op});
+        }
+        pairs.add(new Object[] {DataType.INT32, ReduceOp.MIN});
+        pairs.add(new Object[] {DataType.INT64, ReduceOp.PROD});
+        pairs.add(new Object[] {DataType.UINT8, ReduceOp.AVG});
+        pairs.add(new Object[] {DataType.FP8_E4M3, ReduceOp.MAX});
+        pairs.add(new Object[] {DataType.FP8_E5M2, ReduceOp.AVG});
+        pairs.add(new Object[] {DataType.FLOAT64, ReduceOp.MIN});
+        pairs.add(new Object[] {DataType.FLOAT16, ReduceOp.MAX});
+        return pairs;
+    }
+
+    private void matrix(CollectiveComm comm) {
+        long maxBytes = Math.max(n * LARGE * 8 + 64, HUGE_BYTES + 64);
+        DeviceBuffer sendRoot = backend.allocate(maxBytes);
+        DeviceBuffer recvRoot = backend.allocate(maxBytes);
+        DeviceBuffer sendStaged = backend.allocate(n * LARGE * 8 + 64);
+        DeviceBuffer recvStaged = backend.allocate(n * LARGE * 8 + 64);
+        try {
+            comm.register(sendRoot).block(LIMIT);
+            comm.register(recvRoot).block(LIMIT);
+            List<String> failures = new ArrayList<>();
+            for (Object[] pair : reducingPairs()) {
+                DataType type = (DataType) pair[0];
+                ReduceOp op = (ReduceOp) pair[1];
+                for (CollectiveKind kind : List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER,
+                        CollectiveKind.REDUCE)) {
+                    cases(comm, kind, type, op, sendRoot, recvRoot, sendStaged, recvStaged, failures);
+                }
+            }
+            for (DataType type : List.of(DataType.INT8, DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64)) {
+                for (CollectiveKind kind : List.of(CollectiveKind.ALL_GATHER, CollectiveKind.BROADCAST,
+                        CollectiveKind.ALL_TO_ALL, CollectiveKind.SEND)) {
+                    cases(comm, kind, type, null, sendRoot, recvRoot, sendStaged, recvStaged, failures);
+                }
+            }
+            GpuRankMain.say("matrix: " + calls + " calls, " + failures.size() + " failures");
+            // every kind at 256 MiB (nccl-tests' S), float sum, registered and staged
+            for (CollectiveKind kind : List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER,
+                    CollectiveKind.REDUCE, CollectiveKind.ALL_GATHER, CollectiveKind.BROADCAST,
+                    CollectiveKind.ALL_TO_ALL, CollectiveKind.SEND)) {
+                long count = kind == CollectiveKind.ALL_GATHER || kind == CollectiveKind.REDUCE_SCATTER
+                        || kind == CollectiveKind.ALL_TO_ALL ? HUGE_BYTES / 4 / n : HUGE_BYTES / 4;
+                ReduceOp op = kind.reduces() ? ReduceOp.SUM : null;
+                long t0 = System.nanoTime();
+                check(comm, kind, DataType.FLOAT32, op, count, 0, false, null, sendRoot, recvRoot, failures);
+                long t1 = System.nanoTime();
+                if (kind != CollectiveKind.SEND) {
+                    check(comm, kind, DataType.FLOAT32, op, count, 0, true, null, sendRoot, recvRoot, failures);
+                }
+                GpuRankMain.say(String.format("256 MiB %s float: %.0f ms with checks, in place %.0f ms",
+                        kind.label(), (t1 - t0) / 1e6, (System.nanoTime() - t1) / 1e6));
+            }
+            // staged 256 MiB pieces need a larger unregistered buffer: reuse the registered ones after deregistering
+            comm.deregister(sendRoot).block(LIMIT);
+            comm.deregister(recvRoot).block(LIMIT);
+            for (CollectiveKind kind : List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER,
+                    CollectiveKind.ALL_TO_ALL)) {
+                long count = kind == CollectiveKind.ALL_REDUCE ? HUGE_BYTES / 4 : HUGE_BYTES / 4 / n;
+                check(comm, kind, DataType.FLOAT32, kind.reduces() ? ReduceOp.SUM : null, count, 13, false,
+                        null, sendRoot, recvRoot, failures);
+            }
+            if (!failures.isEmpty()) {
+                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
+                        failures.subList(0, Math.min(20, failures.size()))));
+            }
+        } finally {
+            recvStaged.close();
+            sendStaged.close();
+            recvRoot.close();
+            sendRoot.close();
+        }
+    }
+
+    /** Every count, offset, placement and algorithm of one (kind, type, op). */
+    private void cases(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, DeviceBuffer sendRoot,
+                       DeviceBuffer recvRoot, DeviceBuffer sendStaged, DeviceBuffer recvStaged, List<String> failures) {
+        String direct = switch (kind) {
+            case ALL_REDUCE -> "rsag";
+            case REDUCE_SCATTER, REDUCE -> "rs";
+            case SEND, RECV -> "direct";
+            default -> "memory";
+        };
+        for (long count : new long[] {0, 1, 7, n - 1, LARGE}) {
+            for (long offset : new long[] {0, 13}) {
+                for (boolean inPlace : kind == CollectiveKind.SEND ? new boolean[] {false} : new boolean[] {false, true}) {
+                    boolean llFits = count * type.bytes() <= (1L << 20);
+                    if (llFits && kind != CollectiveKind.SEND) {
+                        check(comm, kind, type, op, count, offset, inPlace, "ll16", sendStaged, recvStaged, failures);
+                    }
+                    check(comm, kind, type, op, count, offset, inPlace, direct, sendRoot, recvRoot, failures);
+                    check(comm, kind, type, op, count, offset, inPlace, direct, sendStaged, recvStaged, failures);
+                }
+            }
+        }
+    }
+
+    /**
+     * One call on every rank (each rank runs this with the same arguments) and the check of this
+     * rank's output; appends a description to {@code failures} when wrong.
+     */
+    private void check(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, long count, long offset,
+                       boolean inPlace, String algorithm, DeviceBuffer sendRoot, DeviceBuffer recvRoot,
+                       List<String> failures) {
+        int w = type.bytes();
+        int root = n - 1;
+        boolean ring = kind == CollectiveKind.SEND;
+        long sendElements = ring ? count : kind.sendElements(count, n);
+        long recvElements = ring ? count : kind.recvElements(count, n);
+        long region = inPlace ? Math.max(sendElements, recvElements) * w : recvElements * w;
+        long seed = 1000L * type.code() + count + offset + (inPlace ? 7 : 0);
+        String what = kind.label() + " " + type + (op == null ? "" : " " + op) + " count " + count + " offset " + offset
+                + (inPlace ? " in place" : "") + (algorithm == null ? "" : " " + algorithm) + " on "
+                + (comm.isRegistered(sendRoot) ? "registered" : "staged") + " buffers";
+        calls++;
+        try (Arena local = Arena.ofConfined()) {
+            checkIn(local, comm, kind, type, op, count, offset, inPlace, algorithm, sendRoot, recvRoot, failures, what,
+                    sendElements, recvElements, region, seed, root, ring);
+        }
+    }
+
+    private void checkIn(Arena arena, CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, long count,
+                         long offset, boolean inPlace, String algorithm, DeviceBuffer sendRoot, DeviceBuffer recvRoot,
+                         List<String> failures, String what, long sendElements, long recvElements, long region,
+                         long seed, int root, boolean ring) {
+        int w = type.bytes();
+        // this rank's input, and every rank's for the reference
+        long inputElements = Math.max(1, sendElements);
+        MemorySegment[] inputs = new MemorySegment[n];
+        for (int q = 0; q < n; q++) {
+            inputs[q] = arena.allocate(inputElements * w, 8);
+            CollectiveReference.fill(type, seed, q, 0, sendElements, inputs[q], 0);
+        }
+        // poison the receive region with a guard before and after it
+        long guard = 16;
+        fill(arena, recvRoot, offset, region + 2 * guard);
+        long start = offset + guard;
+        DeviceBuffer recv = recvRoot.slice(start, Math.max(1, recvElements * w));
+        DeviceBuffer send;
+        if (inPlace) {
+            CollectiveReference.InPlace layout = CollectiveReference.InPlace.of(kind, recvRoot.slice(start,
+                    Math.max(1, region)), rank, count, w, sendElements);
+            send = layout.send();
+            recv = layout.recv();
+            if (layout.inputBytes() > 0) {
+                backend.copyFromHost(recvRoot, start + layout.inputAt(), inputs[rank].asSlice(0, layout.inputBytes()));
+            }
+        } else {
+            send = sendRoot.slice(offset, Math.max(1, sendElements * w));
+            if (sendElements > 0) {
+                backend.copyFromHost(sendRoot, offset, inputs[rank].asSlice(0, sendElements * w));
+            }
+        }
+        // a peer's call may write into this rank's buffer as soon as it starts: the poison is in place first
+        r.bootstrap.barrier(LIMIT).block(LIMIT);
+        CollectiveComm c = algorithm == null ? comm : comm.with(CallOptions.algorithm(algorithm));
+        try {
+            if (ring) {
+                DeviceBuffer s = send;
+                DeviceBuffer rv = recv;
+                c.group(g -> g.recv(rv, count, type, (rank + n - 1) % n).send(s, count, type, (rank + 1) % n))
+                        .block(LIMIT);
+            } else {
+                c.execute(switch (kind) {
+                    case ALL_REDUCE -> CollectiveCall.allReduce(send, recv, count, type, op);
+                    case ALL_GATHER -> CollectiveCall.allGather(send, recv, count, type);
+                    case REDUCE_SCATTER -> CollectiveCall.reduceScatter(send, recv, count, type, op);
+                    case BROADCAST -> CollectiveCall.broadcast(send, recv, count, type, root);
+                    case REDUCE -> CollectiveCall.reduce(send, recv, count, type, op, root);
+                    case ALL_TO_ALL -> CollectiveCall.allToAll(send, recv, count, type);
+                    default -> throw new IllegalArgumentException(kind.toString());
+                }).block(LIMIT);
+            }
+        } catch (RuntimeException e) {
+            throw new AssertionError(what + " failed on rank " + rank + ": " + e, e);
+        }
+        // the output and the guards
+        MemorySegment around = arena.allocate(region + 2 * guard, 8);
+        backend.copyToHost(around, recvRoot, offset);
+        for (long i = 0; i < guard; i++) {
+            if (around.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != POISON
+                    || around.get(java.lang.foreign.ValueLayout.JAVA_BYTE, guard + region + i) != POISON) {
+                failures.add(what + ": rank " + rank + " wrote outside its receive range");
+                return;
+            }
+        }
+        boolean writes = kind != CollectiveKind.REDUCE || rank == root;
+        MemorySegment out = around.asSlice(guard + (inPlace && kind == CollectiveKind.REDUCE_SCATTER
+                ? rank * count * w : 0), recvElements * w);
+        String why = null;
+        if (!writes) {
+            if (!inPlace && !allPoison(out)) {
+                why = "a non-root's receive buffer of a reduce was written";
+            }
+        } else if (count > 0) {
+            why = switch (kind) {
+                case ALL_REDUCE, REDUCE -> reduced(arena, type, op, inputs, 0, out, count);
+                case REDUCE_SCATTER -> reduced(arena, type, op, inputs, rank * count * w, out, count);
+                case BROADCAST -> same(inputs[root], 0, out, 0, count * w);
+                case ALL_GATHER -> {
+                    String bad = null;
+                    for (int q = 0; q < n && bad == null; q++) {
+                        bad = same(inputs[q], 0, out, q * count * w, count * w);
+                    }
+                    yield bad;
+                }
+                case ALL_TO_ALL -> {
+                    String bad = null;
+                    for (int q = 0; q < n && bad == null; q++) {
+                        bad = same(inputs[q], rank * count * w, out, q * count * w, count * w);
+                    }
+                    yield bad;
+                }
+                default -> same(inputs[(rank + n - 1) % n], 0, out, 0, count * w);
+            };
+        }
+        if (why != null) {
+            failures.add(what + ": rank " + rank + ": " + why);
+        }
+        // nobody poisons the next case before every rank read this one's output
+        r.bootstrap.barrier(LIMIT).block(LIMIT);
+    }
+
+    private void fill(Arena arena, DeviceBuffer root, long offset, long bytes) {
+        MemorySegment poison = arena.allocate(bytes, 8);
+        poison.fill(POISON);
+        backend.copyFromHost(root, offset, poison);
+    }
+
+    private static boolean allPoison(MemorySegment s) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i) != POISON) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private String reduced(Arena arena, DataType type, ReduceOp op, MemorySegment[] inputs, long inputOffset,
+                           MemorySegment out, long count) {
+        MemorySegment expected = arena.allocate(count * type.bytes(), 8);
+        long[] offsets = new long[n];
+        java.util.Arrays.fill(offsets, inputOffset);
+        Reductions.reduce(type, op, inputs, offsets, expected, 0, count);
+        return same(expected, 0, out, 0, count * type.bytes());
+    }
+
+    private static String same(MemorySegment expected, long expectedOffset, MemorySegment actual, long actualOffset,
+                               long bytes) {
+        long at = MemorySegment.mismatch(expected, expectedOffset, expectedOffset + bytes, actual, actualOffset,
+                actualOffset + bytes);
+        return at < 0 ? null : "byte " + at + " differs (expected 0x" + Integer.toHexString(expected.get(
+                java.lang.foreign.ValueLayout.JAVA_BYTE, expectedOffset + at) & 0xFF) + ", got 0x"
+                + Integer.toHexString(actual.get(java.lang.foreign.ValueLayout.JAVA_BYTE, actualOffset + at) & 0xFF)
+                + ")";
+    }
+
+    // ---------------------------------------------------------------------------------------------
+
+    private void external(CollectiveComm comm) {
+        CudaCollectiveComm cuda = (CudaCollectiveComm) comm;
+        long count = 1 << 20;
+        DeviceBuffer owner = backend.allocate(count * 4 * n);
+        CudaStream own = backend.createStream("the caller's stream");
+        try {
+            // what a PyTorch tensor's data_ptr() and current stream give
+            DeviceBuffer wrapped = backend.wrap(owner.address(), owner.size());
+            CudaStream theirs = backend.wrapStream(own.handle(), "a wrapped stream");
+            comm.register(wrapped).block(LIMIT);
+            DeviceBuffer again = backend.wrap(owner.address() + 4 * count, 4 * count);
+            if (!comm.isRegistered(again)) {
+                throw new AssertionError("memory wrapped again inside a registered range is not found registered");
+            }
+            MemorySegment[] inputs = new MemorySegment[n];
+            for (int q = 0; q < n; q++) {
+                inputs[q] = arena.allocate(count * 4, 8);
+                CollectiveReference.fill(DataType.FLOAT32, 77, q, 0, count, inputs[q], 0);
+            }
+            for (String algorithm : List.of("ll16", "rsag")) {
+                long c = algorithm.equals("ll16") ? 1000 : count;
+                backend.copyFromHost(wrapped, 0, inputs[rank].asSlice(0, c * 4));
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+                cuda.on(theirs, CallOptions.algorithm(algorithm)).allReduce(wrapped, wrapped, c, DataType.FLOAT32,
+                        ReduceOp.SUM);
+                theirs.synchronize(LIMIT, "allreduce on a wrapped stream");
+                cuda.asyncError().ifPresent(e -> {
+                    throw e;
+                });
+                MemorySegment out = arena.allocate(c * 4, 8);
+                backend.copyToHost(out, wrapped, 0);
+                String why = reduced(arena, DataType.FLOAT32, ReduceOp.SUM, inputs, 0, out, c);
+                if (why != null) {
+                    throw new AssertionError(algorithm + " allreduce of " + c + " floats on wrapped memory and a"
+                            + " wrapped stream: " + why);
+                }
+                calls++;
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+            }
+            theirs.close();
+            // the wrapped stream's close destroyed nothing: the caller's stream still works
+            own.synchronize(LIMIT, "the caller's stream after its wrapper closed");
+        } finally {
+            own.close();
+            owner.close();
+        }
+    }
+
+    /**
+     * Captures an ll16 and an rsag allreduce into a graph and replays it on fresh inputs; each graph
+     * is captured anew (its calls are in place, so a second replay would sum sums), which still
+     * proves that what one call hands the next (run counters, packet flags, semaphores) lives in
+     * device memory: the captures come after calls outside any graph, and after each other.
+     */
+    private void graph(CudaCollectiveComm comm) {
+        long count = 1 << 20;
+        DeviceBuffer small = backend.allocate(4096 * 4);
+        DeviceBuffer big = backend.allocate(count * 4);
+        CudaStream stream = backend.createStream("graph capture");
+        try {
+            comm.register(big).block(LIMIT);
+            MemorySegment[] smallIn = new MemorySegment[n];
+            MemorySegment[] bigIn = new MemorySegment[n];
+            for (int replay = 0; replay < 5; replay++) {
+                for (int q = 0; q < n; q++) {
+                    smallIn[q] = arena.allocate(4096 * 4, 8);
+                    bigIn[q] = arena.allocate(count * 4, 8);
+                    CollectiveReference.fill(DataType.FLOAT32, 100 + replay, q, 0, 4096, smallIn[q], 0);
+                    CollectiveReference.fill(DataType.FLOAT32, 200 + replay, q, 0, count, bigIn[q], 0);
+                }
+                backend.copyFromHost(small, 0, smallIn[rank]);
+                backend.copyFromHost(big, 0, bigIn[rank]);
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+                if (replay == 0) {
+                    // one call of each outside the graph first: the kernels are compiled before the capture
+                    comm.allReduce(small, small, 0, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT);
+                }
+                try (CudaGraph g = CudaGraph.capture(stream, () -> {
+                    comm.on(stream, CallOptions.algorithm("ll16")).allReduce(small, small, 4096, DataType.FLOAT32,
+                            ReduceOp.SUM);
+                    comm.on(stream, CallOptions.algorithm("rsag")).allReduce(big, big, count, DataType.FLOAT32,
+                            ReduceOp.SUM);
+                })) {
+                    // each replay runs the captured calls on the buffers' current contents
+                    g.launch(stream);
+                    stream.synchronize(LIMIT, "graph replay " + replay);
+                }
+                comm.asyncError().ifPresent(e -> {
+                    throw e;
+                });
+                MemorySegment out = arena.allocate(count * 4, 8);
+                backend.copyToHost(out.asSlice(0, 4096 * 4), small, 0);
+                String why = reduced(arena, DataType.FLOAT32, ReduceOp.SUM, smallIn, 0, out, 4096);
+                backend.copyToHost(out, big, 0);
+                String whyBig = reduced(arena, DataType.FLOAT32, ReduceOp.SUM, bigIn, 0, out, count);
+                if (why != null || whyBig != null) {
+                    throw new AssertionError("graph replay " + replay + ": " + why + " / " + whyBig);
+                }
+                calls += 2;
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+            }
+        } finally {
+            stream.close();
+            big.close();
+            small.close();
+        }
+    }
+
+    private void group(CollectiveComm comm) {
+        long count = 300_000;
+        DeviceBuffer send = backend.allocate(count * 4 * n);
+        DeviceBuffer recv = backend.allocate(count * 4 * n);
+        DeviceBuffer reduceIn = backend.allocate(count * 4);
+        DeviceBuffer reduceOut = backend.allocate(count * 4);
+        DeviceBuffer gathered = backend.allocate(4000L * n);
+        try {
+            for (boolean registered : new boolean[] {false, true}) {
+                if (registered) {
+                    comm.register(send).block(LIMIT);
+                    comm.register(recv).block(LIMIT);
+                }
+                MemorySegment[] inputs = new MemorySegment[n];
+                for (int q = 0; q < n; q++) {
+                    inputs[q] = arena.allocate(count * 4 * n, 8);
+                    CollectiveReference.fill(DataType.INT32, 5 + q, q, 0, count * n, inputs[q], 0);
+                }
+                backend.copyFromHost(send, 0, inputs[rank]);
+                backend.copyFromHost(reduceIn, 0, inputs[rank].asSlice(0, count * 4));
+                fill(arena, recv, 0, count * 4 * n);
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+                // an alltoallv: rank r sends (q + 1) * 1000 + r elements to q, from slot q, into slot r there
+                comm.group(g -> {
+                    for (int q = 0; q < n; q++) {
+                        long c = (q + 1) * 1000L + rank;
+                        g.send(send.slice(q * count * 4, c * 4), c, DataType.INT32, q);
+                        long back = (rank + 1) * 1000L + q;
+                        g.recv(recv.slice(q * count * 4, back * 4), back, DataType.INT32, q);
+                    }
+                    g.allReduce(reduceIn, reduceOut, count, DataType.INT32, ReduceOp.SUM);
+                    g.allGather(reduceIn.slice(0, 4000), gathered, 1000, DataType.INT32);
+                }).block(LIMIT);
+                MemorySegment out = arena.allocate(count * 4 * n, 8);
+                backend.copyToHost(out, recv, 0);
+                for (int q = 0; q < n; q++) {
+                    long back = (rank + 1) * 1000L + q;
+                    String why = same(inputs[q], rank * count * 4, out, q * count * 4, back * 4);
+                    if (why != null) {
+                        throw new AssertionError("alltoallv by grouped sends and receives, from rank " + q + ": " + why);
+                    }
+                }
+                MemorySegment sums = arena.allocate(count * 4, 8);
+                backend.copyToHost(sums, reduceOut, 0);
+                String why = reduced(arena, DataType.INT32, ReduceOp.SUM, inputs, 0, sums, count);
+                if (why != null) {
+                    throw new AssertionError("the allreduce of the group: " + why);
+                }
+                MemorySegment all = arena.allocate(4000L * n, 8);
+                backend.copyToHost(all, gathered, 0);
+                for (int q = 0; q < n && why == null; q++) {
+                    why = same(inputs[q], 0, all, q * 4000L, 4000);
+                }
+                if (why != null) {
+                    throw new AssertionError("the allgather of the group: " + why);
+                }
+                calls += 2 * n + 2;
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+            }
+        } finally {
+            gathered.close();
+            reduceOut.close();
+            reduceIn.close();
+            recv.close();
+            send.close();
+        }
+    }
+
+    private void mismatch(CollectiveComm comm) {
+        DeviceBuffer b = backend.allocate(4096);
+        try {
+            long count = rank == 0 ? 100 : 99;
+            for (String algorithm : List.of("ll16")) {
+                JmscclppException e;
+                try {
+                    comm.with(CallOptions.algorithm(algorithm)).allReduce(b, b, count, DataType.FLOAT32,
+                            ReduceOp.SUM).block(LIMIT);
+                    throw new AssertionError("allreduce with counts 100 and 99 succeeded on rank " + rank);
+                } catch (JmscclppException x) {
+                    e = x;
+                }
+                GpuRankMain.say("mismatch reported as: " + e.getMessage());
+                if (e.code() != ErrorCode.INVALID_USAGE || !e.getMessage().contains("count 99")
+                        || !e.getMessage().contains("count 100")) {
+                    throw new AssertionError("expected INVALID_USAGE naming both counts, got " + e, e);
+                }
+            }
+            try {
+                comm.allReduce(b, b, 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT);
+                throw new AssertionError("a broken communicator ran another call");
+            } catch (JmscclppException e) {
+                GpuRankMain.say("later call refused: " + e.getMessage());
+            }
+            calls += 2;
+        } finally {
+            b.close();
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package org.jmscclpp.cuda.collective;
+
+import org.jmscclpp.cuda.CudaInternals;
+import org.jmscclpp.cuda.GpuJob;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The CUDA collective engine on every GPU of this host (2 to 8), one process per GPU: the scenarios
+ * of {@link CollectiveScenarios}, each rank's output printed as the record of the run. Aborted,
+ * saying why, where fewer than two GPUs are found.
+ */
+@Tag("gpu")
+class CudaCollectivesGpuTest {
+
+    private static final Duration JOB_TIMEOUT = Duration.ofMinutes(8);
+
+    @TempDir
+    Path logs;
+
+    static int gpus;
+
+    @BeforeAll
+    static void needsTwoGpus() {
+        GpuJob.assumeGpus(2);
+        gpus = Math.min(8, CudaInternals.deviceCount());
+    }
+
+    private void job(String scenario) {
+        GpuJob.runAndPrint(CollectiveScenarios.class, scenario + " on " + gpus + " GPUs", gpus, JOB_TIMEOUT, logs, scenario);
+    }
+
+    @Test
+    void everyKindTypeCountOffsetPlacementAndAlgorithm() {
+        job("coll-matrix");
+    }
+
+    @Test
+    void externalPointersAndStreams() {
+        job("coll-external");
+    }
+
+    @Test
+    void graphCaptureReplaysOnFreshInputs() {
+        job("coll-graph");
+    }
+
+    @Test
+    void groupsMixSendsReceivesAndCollectives() {
+        job("coll-group");
+    }
+
+    @Test
+    void mismatchedCallsFailEveryRank() {
+        job("coll-mismatch");
+    }
+}
