@@ -6,6 +6,8 @@ import org.jmscclpp.nativebridge.CudaDriver;
 import org.jmscclpp.nativebridge.LibC;
 import org.jmscclpp.nativebridge.Nvrtc;
 import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.IpcTransport;
+import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
@@ -606,9 +608,22 @@ public final class CudaBackend implements Backend {
     // ---------------------------------------------------------------------------------------------
     // connections
 
+    private final TransportProvider ipcTransport = new IpcTransport(this) {
+        @Override
+        protected Endpoint createEndpoint(EndpointConfig config) {
+            return CudaBackend.this.createEndpoint(config);
+        }
+
+        @Override
+        protected Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
+            return CudaBackend.this.connect(local, remote, context);
+        }
+    };
+
+    /** {@code CUDA_IPC} connections, through the same SPI as every other transport's. */
     @Override
-    public TransportFlags connectionTransports() {
-        return IPC;
+    public TransportProvider ipcTransport() {
+        return ipcTransport;
     }
 
     /**
@@ -617,8 +632,7 @@ public final class CudaBackend implements Backend {
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for another transport, another
      *                           device or a closed backend
      */
-    @Override
-    public Endpoint createEndpoint(EndpointConfig config) {
+    private Endpoint createEndpoint(EndpointConfig config) {
         String phase = "createEndpoint";
         checkOpen(phase);
         if (config.transport() != Transport.CUDA_IPC) {
@@ -638,8 +652,7 @@ public final class CudaBackend implements Backend {
      *                           another transport, a peer on another host or not on a GPU, or a
      *                           local endpoint of another process
      */
-    @Override
-    public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
+    private Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
         if (closed.get()) {
             throw connectError(context, "the CUDA backend is closed");
         }

@@ -5,6 +5,7 @@
 module org.jmscclpp.it.modular {
     requires org.jmscclpp.core;
     requires org.jmscclpp.bootstrap;
+    requires org.jmscclpp.nativebridge;
 
     exports org.jmscclpp.it.modular;
 }

@@ -118,7 +118,7 @@ public final class OverlapSample implements Sample {
         }
         try (Backend backend = Backends.named(o.backend())) {
             Transport transport = backend instanceof CudaBackend ? Transport.CUDA_IPC : Transport.HOST_IPC;
-            if (!backend.connectionTransports().has(transport) || !backend.ipcTransports().has(transport)) {
+            if (!backend.ipcTransports().has(transport)) {
                 throw usage("the " + backend.name() + " backend cannot connect and share memory over " + transport);
             }
             BootstrapOptions options = BootstrapOptions.fromEnvironment();

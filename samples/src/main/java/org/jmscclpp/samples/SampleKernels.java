@@ -19,7 +19,7 @@ final class SampleKernels {
 
     /** The source of {@code NAME.cu}; SYSTEM_ERROR when the resource is missing. */
     static String source(String name) {
-        return ClassPathResources.text(SampleKernels.class.getClassLoader(), RESOURCE_ROOT + name + ".cu",
+        return ClassPathResources.text(SampleKernels.class.getResourceAsStream("/" + RESOURCE_ROOT + name + ".cu"), RESOURCE_ROOT + name + ".cu",
                 "kernel source", "sample kernels");
     }
 

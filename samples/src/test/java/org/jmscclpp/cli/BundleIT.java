@@ -150,11 +150,11 @@ class BundleIT {
         for (String jar : List.of("lib/jmscclpp-samples.jar", "test-lib/junit-platform-console-standalone-1.14.4.jar")) {
             assertTrue(Files.isRegularFile(bundle.resolve(jar)), jar);
         }
-        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-core-",
+        for (String prefix : List.of("jmscclpp-core-", "jmscclpp-bootstrap-netty-", "jmscclpp-native-bridge-", "reactor-core-",
                 "reactive-streams-", "netty-transport-native-epoll-", "jna-", "jspecify-")) {
             assertEquals(1, count(bundle.resolve("lib"), prefix), "lib/" + prefix + "*.jar");
         }
-        for (String prefix : List.of("reactive-core-", "bootstrap-netty-", "native-bridge-", "reactor-test-",
+        for (String prefix : List.of("jmscclpp-core-", "jmscclpp-bootstrap-netty-", "jmscclpp-native-bridge-", "reactor-test-",
                 "jmscclpp-samples-tests")) {
             assertEquals(1, count(bundle.resolve("test-lib"), prefix), "test-lib/" + prefix + "*.jar");
         }
@@ -284,7 +284,7 @@ class BundleIT {
         }
         assertEquals(0, javac.run(null, null, null, args.toArray(String[]::new)), "compiling the fake tests");
 
-        Path jar = testLib.resolve("native-bridge-0.1.0-SNAPSHOT-tests.jar");
+        Path jar = testLib.resolve("jmscclpp-native-bridge-0.1.0-SNAPSHOT-tests.jar");
         try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
                 Stream<Path> files = Files.walk(classes)) {
             for (Path f : files.filter(Files::isRegularFile).toList()) {

@@ -32,6 +32,7 @@ public final class CudaCollectiveEngine implements CollectiveEngine {
     @Override
     public Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
         return Mono.defer(() -> CudaCollectiveComm.create(communicator, options,
-                TuningTable.resource(CudaCollectiveEngine.class.getClassLoader(), CudaCollectiveComm.TUNING)));
+                TuningTable.read(CudaCollectiveEngine.class.getResourceAsStream("/" + CudaCollectiveComm.TUNING),
+                        CudaCollectiveComm.TUNING)));
     }
 }

@@ -18,7 +18,7 @@ final class CudaKernelSource {
     }
 
     private static String read(String path) {
-        return ClassPathResources.text(CudaKernelSource.class.getClassLoader(), path, "kernel source",
+        return ClassPathResources.text(CudaKernelSource.class.getResourceAsStream("/" + path), path, "kernel source",
                 "collective kernels");
     }
 }

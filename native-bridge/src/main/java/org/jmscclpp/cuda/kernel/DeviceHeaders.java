@@ -85,7 +85,7 @@ final class DeviceHeaders {
     }
 
     private static String read(String name) {
-        return ClassPathResources.text(DeviceHeaders.class.getClassLoader(), RESOURCE_ROOT + name, "device header",
+        return ClassPathResources.text(DeviceHeaders.class.getResourceAsStream("/" + RESOURCE_ROOT + name), RESOURCE_ROOT + name, "device header",
                 "device headers");
     }
 }

@@ -48,7 +48,7 @@ public final class DeviceKernels {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no kernel file '" + file + "'; the files are "
                     + FILES).phase("device kernels").build();
         }
-        return ClassPathResources.text(DeviceKernels.class.getClassLoader(), RESOURCE_ROOT + file + ".cu",
+        return ClassPathResources.text(DeviceKernels.class.getResourceAsStream("/" + RESOURCE_ROOT + file + ".cu"), RESOURCE_ROOT + file + ".cu",
                 "kernel source", "device kernels");
     }
 

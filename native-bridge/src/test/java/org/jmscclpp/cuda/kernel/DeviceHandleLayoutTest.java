@@ -8,7 +8,6 @@ import org.jmscclpp.core.proxy.Fifo;
 import org.jmscclpp.core.proxy.ProxyTrigger;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.core.spi.DeviceHandleSamples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -2,11 +2,17 @@ package org.jmscclpp.it.modular;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.jmscclpp.bootstrap.TcpBootstrap;
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaBackend;
 import org.junit.jupiter.api.Test;
 
 class AllReduceAppTest {
@@ -26,5 +32,28 @@ class AllReduceAppTest {
         assertTrue(AllReduceApp.class.getModule().isNamed(), "this test runs on the module path");
         assertEquals("org.jmscclpp.core", Communicator.class.getModule().getName());
         assertEquals("org.jmscclpp.bootstrap", TcpBootstrap.class.getModule().getName());
+        assertEquals("org.jmscclpp.nativebridge", CudaBackend.class.getModule().getName());
+    }
+
+    @Test
+    void onlyTheApiPackagesAreExportedToTheApplication() {
+        Module core = Communicator.class.getModule();
+        Module me = AllReduceApp.class.getModule();
+        assertTrue(core.isExported("org.jmscclpp.core.collective", me));
+        assertFalse(core.isExported("org.jmscclpp.core.spi", me), "the SPI is for the jmscclpp modules only");
+        assertTrue(core.isExported("org.jmscclpp.core.spi", CudaBackend.class.getModule()));
+        assertFalse(TcpBootstrap.class.getModule().isExported("org.jmscclpp.ethernet", me));
+        assertFalse(CudaBackend.class.getModule().isExported("org.jmscclpp.nativebridge", me));
+    }
+
+    @Test
+    void theCudaBackendIsFoundThroughTheModulesProvidesClause() {
+        // on a GPU host it opens; elsewhere it is found and says why it cannot run (JNA looked for libcuda)
+        try (Backend cuda = Backends.named("cuda")) {
+            assertEquals("cuda", cuda.name());
+        } catch (JmscclppException e) {
+            assertEquals(ErrorCode.SYSTEM_ERROR, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("cannot run here"), e.getMessage());
+        }
     }
 }

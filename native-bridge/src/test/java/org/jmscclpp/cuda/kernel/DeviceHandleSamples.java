@@ -1,5 +1,6 @@
-package org.jmscclpp.core.spi;
+package org.jmscclpp.cuda.kernel;
 
+import org.jmscclpp.core.spi.DeviceHandles;
 import org.jmscclpp.testkit.MemoryChannelPair;
 import org.jmscclpp.testkit.ProxyFixture;
 import org.jmscclpp.core.ConnectionContext;
