@@ -608,17 +608,7 @@ public final class CudaBackend implements Backend {
     // ---------------------------------------------------------------------------------------------
     // connections
 
-    private final TransportProvider ipcTransport = new IpcTransport(this) {
-        @Override
-        protected Endpoint createEndpoint(EndpointConfig config) {
-            return CudaBackend.this.createEndpoint(config);
-        }
-
-        @Override
-        protected Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
-            return CudaBackend.this.connect(local, remote, context);
-        }
-    };
+    private final TransportProvider ipcTransport = new IpcTransport(this, this::createEndpoint, this::connect);
 
     /** {@code CUDA_IPC} connections, through the same SPI as every other transport's. */
     @Override

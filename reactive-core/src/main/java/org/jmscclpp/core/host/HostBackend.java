@@ -81,17 +81,7 @@ public final class HostBackend implements Backend {
 
     private static final TransportFlags IPC = TransportFlags.of(Transport.HOST_IPC);
 
-    private final TransportProvider ipcTransport = new IpcTransport(this) {
-        @Override
-        protected Endpoint createEndpoint(EndpointConfig config) {
-            return HostBackend.this.createEndpoint(config);
-        }
-
-        @Override
-        protected Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
-            return HostBackend.this.connect(local, remote, context);
-        }
-    };
+    private final TransportProvider ipcTransport = new IpcTransport(this, this::createEndpoint, this::connect);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final Set<OpenOption> IMPORT_OPTIONS = Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
             LinkOption.NOFOLLOW_LINKS);

@@ -14,34 +14,44 @@ import java.util.Optional;
 /**
  * A backend's own transports ({@code HOST_IPC}, {@code CUDA_IPC}) as a {@link TransportProvider}, so that the
  * communicator registers memory and opens every connection through one SPI whatever the transport. A backend
- * returns one from {@link Backend#ipcTransport()} and supplies the two things that differ: its endpoints and its
+ * returns one from {@link Backend#ipcTransport()}, made with the two things that differ: its endpoints and its
  * connections. Registering memory exports it ({@link Backend#exportMemory}); the registration holds nothing, since
  * the buffer's owner frees what the export made.
  *
  * <p>The provider serves only the backend that made it: {@link #unavailableReason} names the mismatch otherwise.
  */
-public abstract class IpcTransport implements TransportProvider {
-
-    private final Backend backend;
-    private final Session session = new IpcSession();
-
-    protected IpcTransport(Backend backend) {
-        this.backend = backend;
-    }
+public final class IpcTransport implements TransportProvider {
 
     /** This process's end of a connection over one of the backend's transports. */
-    protected abstract Endpoint createEndpoint(EndpointConfig config);
+    @FunctionalInterface
+    public interface Endpoints {
+        Endpoint create(EndpointConfig config);
+    }
 
-    /** Opens a connection between {@code local} (from {@link #createEndpoint}) and a peer's endpoint. */
-    protected abstract Connection connect(Endpoint local, Endpoint remote, ConnectionContext context);
+    /** Opens a connection between {@code local} (made by {@link Endpoints}) and a peer's endpoint. */
+    @FunctionalInterface
+    public interface Connector {
+        Connection connect(Endpoint local, Endpoint remote, ConnectionContext context);
+    }
+
+    private final Backend backend;
+    private final Endpoints endpoints;
+    private final Connector connector;
+    private final Session session = new IpcSession();
+
+    public IpcTransport(Backend backend, Endpoints endpoints, Connector connector) {
+        this.backend = backend;
+        this.endpoints = endpoints;
+        this.connector = connector;
+    }
 
     @Override
-    public final TransportFlags transports() {
+    public TransportFlags transports() {
         return backend.ipcTransports();
     }
 
     @Override
-    public final Optional<String> unavailableReason(Backend other, Transport transport) {
+    public Optional<String> unavailableReason(Backend other, Transport transport) {
         if (other != backend) {
             return Optional.of("the " + transport + " transport of one " + backend.name()
                     + " backend cannot serve another backend (" + other.name() + ")");
@@ -54,7 +64,7 @@ public abstract class IpcTransport implements TransportProvider {
 
     /** The one session of this backend's transports; closing it is a no-op, since the backend owns the state. */
     @Override
-    public final Session open(Backend other) {
+    public Session open(Backend other) {
         if (other != backend) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the IPC transports of one " + backend.name()
                     + " backend cannot serve another backend (" + other.name() + ")").phase("connect").build();
@@ -81,12 +91,12 @@ public abstract class IpcTransport implements TransportProvider {
 
         @Override
         public Endpoint createEndpoint(EndpointConfig config) {
-            return IpcTransport.this.createEndpoint(config);
+            return endpoints.create(config);
         }
 
         @Override
         public Connection connect(Endpoint local, Endpoint remote, ConnectionContext context) {
-            return IpcTransport.this.connect(local, remote, context);
+            return connector.connect(local, remote, context);
         }
 
         @Override
