@@ -1,6 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.testkit.BootstrapChecks;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -36,6 +35,7 @@ import org.jmscclpp.bootstrap.wire.WireBytes;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.testkit.BootstrapChecks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

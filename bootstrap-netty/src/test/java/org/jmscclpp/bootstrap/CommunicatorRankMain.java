@@ -1,7 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,6 +24,8 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;

@@ -1,11 +1,11 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.testkit.BootstrapChecks;
 import io.netty.util.ResourceLeakDetector;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.StringJoiner;
+import org.jmscclpp.testkit.BootstrapChecks;
 
 /**
  * One rank of {@link NetnsBootstrapTest}, run in its own JVM inside a network namespace:

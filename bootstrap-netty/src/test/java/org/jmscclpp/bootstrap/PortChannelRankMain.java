@@ -1,8 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.core.channel.PortChannel;
-import org.jmscclpp.core.proxy.ProxyService;
-import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -18,7 +15,10 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.SemaphoreId;
 import reactor.core.publisher.Mono;
 
 /**

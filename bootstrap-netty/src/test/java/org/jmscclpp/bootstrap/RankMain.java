@@ -1,6 +1,5 @@
 package org.jmscclpp.bootstrap;
 
-import org.jmscclpp.testkit.BootstrapChecks;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -16,6 +15,7 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.testkit.BootstrapChecks;
 import reactor.core.publisher.Mono;
 
 /**

@@ -1,7 +1,5 @@
 package org.jmscclpp.ethernet;
 
-import org.jmscclpp.testkit.InMemoryBootstrap;
-import org.jmscclpp.core.spi.Endpoint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,6 +30,8 @@ import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -1,14 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.cuda.kernel.CudaModule;
-import org.jmscclpp.cuda.kernel.KernelCompiler;
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.nativebridge.LibC;
-import org.jmscclpp.nativebridge.Nvrtc;
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.IpcTransport;
-import org.jmscclpp.core.spi.TransportProvider;
-import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import com.sun.jna.Native;
@@ -36,6 +27,15 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.IpcTransport;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.cuda.kernel.CudaModule;
+import org.jmscclpp.cuda.kernel.KernelCompiler;
+import org.jmscclpp.nativebridge.CudaDriver;
+import org.jmscclpp.nativebridge.LibC;
+import org.jmscclpp.nativebridge.Nvrtc;
 
 /**
  * The {@link Backend} of GPU ranks: one GPU's memory through the CUDA driver, reached by JNA.

@@ -1,10 +1,10 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.core.spi.BackendProvider;
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.BackendProvider;
+import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * Offers the {@code cuda} backend to {@code Backends} where the driver loads, initialises and

@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import java.nio.charset.StandardCharsets;
@@ -8,6 +7,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * The primary context of one GPU, retained for as long as this object is open. A CUDA context is

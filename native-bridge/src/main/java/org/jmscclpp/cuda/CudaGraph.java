@@ -1,11 +1,11 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.CudaDriver;
 import org.jspecify.annotations.Nullable;
 
 /**

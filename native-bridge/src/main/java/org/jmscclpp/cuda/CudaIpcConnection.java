@@ -1,8 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.core.spi.ConnectionChecks;
-import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -17,6 +14,9 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.nativebridge.CudaDriver;
 import reactor.core.publisher.Mono;
 
 /**

@@ -1,10 +1,10 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * What {@link CudaBackend#exportMemory} sends so that another process of the host can map a GPU

@@ -1,10 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.core.spi.Waiting;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import java.time.Duration;
@@ -12,6 +7,11 @@ import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
+import org.jmscclpp.nativebridge.CudaDriver;
 import reactor.core.publisher.Mono;
 
 /**

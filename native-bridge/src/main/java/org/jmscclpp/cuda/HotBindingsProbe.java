@@ -1,7 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.core.spi.Waiting;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -9,6 +7,8 @@ import java.util.Map;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * The cost per call, seen from Java, of the driver calls on the hot paths of the CUDA backend:

@@ -1,10 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
-import org.jmscclpp.nativebridge.VerbsLayout;
-import org.jmscclpp.core.spi.ConnectionChecks;
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -21,6 +16,11 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.nativebridge.Verbs;
+import org.jmscclpp.nativebridge.VerbsLayout;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 

@@ -1,7 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
-import org.jmscclpp.nativebridge.VerbsLayout;
 import com.sun.jna.Pointer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -10,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.Verbs;
+import org.jmscclpp.nativebridge.VerbsLayout;
 
 /**
  * One opened RDMA device for one {@code IBn}: its {@code ibv_context}, a protection domain, the

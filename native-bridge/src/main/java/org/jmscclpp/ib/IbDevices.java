@@ -1,6 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,6 +8,7 @@ import java.util.Optional;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.nativebridge.Verbs;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,13 +1,13 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
-import org.jmscclpp.nativebridge.VerbsLayout;
 import com.sun.jna.Function;
 import com.sun.jna.Pointer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ThreadLocalRandom;
 import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.nativebridge.Verbs;
+import org.jmscclpp.nativebridge.VerbsLayout;
 
 /**
  * A reliable-connected queue pair with its own send and receive completion queues, and the

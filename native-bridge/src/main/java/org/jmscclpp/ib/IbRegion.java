@@ -1,9 +1,9 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
-import org.jmscclpp.nativebridge.VerbsLayout;
 import com.sun.jna.Pointer;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.nativebridge.Verbs;
+import org.jmscclpp.nativebridge.VerbsLayout;
 
 /**
  * One {@code ibv_mr}: host memory registered with a device's protection domain, with its keys.

@@ -1,7 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.TransportProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -20,6 +18,8 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProvider;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,7 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.Verbs;
-import org.jmscclpp.core.spi.TransportProvider;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -10,6 +8,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.nativebridge.Verbs;
 
 /**
  * InfiniBand verbs ({@code IB0..IB7}) for host memory, through libibverbs: registered in this

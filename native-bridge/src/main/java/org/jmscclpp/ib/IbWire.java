@@ -1,11 +1,11 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.nativebridge.VerbsLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.VerbsLayout;
 
 /** The two byte forms an IB transport sends to peers: a memory region's handle and a queue pair's endpoint info. */
 final class IbWire {

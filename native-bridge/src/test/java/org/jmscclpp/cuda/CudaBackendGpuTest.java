@@ -1,11 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.cuda.kernel.DeviceKernels;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
-import org.jmscclpp.core.proxy.Fifo;
-import org.jmscclpp.core.spi.Waiting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,6 +9,12 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Random;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.proxy.Fifo;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;

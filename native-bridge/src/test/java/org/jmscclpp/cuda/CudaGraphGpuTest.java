@@ -1,10 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.cuda.kernel.CudaModule;
-import org.jmscclpp.cuda.kernel.DeviceKernels;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -18,6 +13,11 @@ import java.time.Duration;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.kernel.CudaModule;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.testkit.ChildJvm;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
@@ -14,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.testkit.ChildJvm;
 import org.junit.jupiter.api.Assumptions;
 
 /**

@@ -1,15 +1,5 @@
 package org.jmscclpp.cuda;
 
-import org.jmscclpp.cuda.kernel.DeviceKernels;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
-import org.jmscclpp.core.channel.MemoryChannel;
-import org.jmscclpp.core.channel.PortChannel;
-import org.jmscclpp.core.proxy.ProxyService;
-import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,6 +13,16 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.MemoryChannel;
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.SemaphoreId;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 
 /**
  * The two-rank GPU scenarios that run kernels (MSCCL++'s PortChannelOneToOneTest,

@@ -1,6 +1,12 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.testkit.CommunicatorGroup;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.Optional;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
@@ -9,13 +15,7 @@ import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.TransportProviders;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import java.nio.file.Path;
-import java.util.Optional;
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

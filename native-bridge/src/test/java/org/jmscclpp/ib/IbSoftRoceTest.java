@@ -1,15 +1,5 @@
 package org.jmscclpp.ib;
 
-import org.jmscclpp.testkit.CommunicatorGroup;
-import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
-import org.jmscclpp.core.spi.TransportProvider;
-import org.jmscclpp.core.spi.TransportProviders;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
@@ -22,10 +12,20 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.TransportProviders;
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.io.TempDir;
 import reactor.core.publisher.Mono;
 
 /**

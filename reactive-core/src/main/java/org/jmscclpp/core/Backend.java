@@ -1,7 +1,7 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.spi.TransportProvider;
 import java.lang.foreign.MemorySegment;
+import org.jmscclpp.core.spi.TransportProvider;
 
 /**
  * What the communicator needs from the memory and copy engine under it: the SPI that the host

@@ -1,10 +1,10 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.spi.BackendProvider;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.ServiceLoader;
+import org.jmscclpp.core.spi.BackendProvider;
 
 /**
  * Finds the backends on the class path ({@link BackendProvider} services) and opens one: the best

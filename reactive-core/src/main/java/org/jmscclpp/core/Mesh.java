@@ -1,10 +1,10 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.semaphore.Semaphore;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.jmscclpp.core.semaphore.Semaphore;
 
 /**
  * What {@link Communicator#mesh} built: for every other rank, a connection, the peer's memory and

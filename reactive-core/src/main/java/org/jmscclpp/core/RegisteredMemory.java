@@ -1,8 +1,5 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.spi.HostIdentity;
-import org.jmscclpp.core.spi.TransportProvider;
-import org.jmscclpp.core.spi.WireReader;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Collections;
@@ -12,6 +9,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.WireReader;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,8 +1,5 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.testkit.CommunicatorGroup;
-import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,6 +20,9 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.testkit.CommunicatorGroup;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,10 +1,5 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.testkit.CommunicatorGroup;
-import org.jmscclpp.testkit.ForwardingBootstrap;
-import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
-import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -20,6 +15,11 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.testkit.CommunicatorGroup;
+import org.jmscclpp.testkit.ForwardingBootstrap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import reactor.core.publisher.Flux;

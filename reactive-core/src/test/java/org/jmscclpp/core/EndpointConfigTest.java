@@ -1,6 +1,5 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.core.spi.Endpoint;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -8,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.Random;
+import org.jmscclpp.core.spi.Endpoint;
 import org.junit.jupiter.api.Test;
 
 class EndpointConfigTest {

@@ -1,7 +1,5 @@
 package org.jmscclpp.core;
 
-import org.jmscclpp.testkit.InMemoryBootstrap;
-import org.jmscclpp.core.spi.HostIdentity;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,6 +14,8 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Random;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

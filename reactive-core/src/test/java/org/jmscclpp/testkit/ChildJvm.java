@@ -1,6 +1,5 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.host.HostBackend;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -10,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.host.HostBackend;
 
 /**
  * A JVM started from this one (same java binary, same class path) running a {@code main} class of

@@ -1,13 +1,13 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.collective.CollectiveKind;
-import org.jmscclpp.core.collective.DataType;
-import org.jmscclpp.core.collective.ReduceOp;
-import org.jmscclpp.core.collective.Reductions;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.core.collective.Reductions;
 
 /**
  * The tests' own idea of what a collective must produce, written apart from {@link Reductions} so

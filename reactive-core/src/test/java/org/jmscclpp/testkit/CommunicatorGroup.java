@@ -1,12 +1,12 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.Bootstrap;
-import org.jmscclpp.core.Communicator;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.host.HostBackend;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;

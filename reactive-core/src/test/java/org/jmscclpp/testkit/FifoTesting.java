@@ -1,12 +1,12 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.proxy.Fifo;
-import org.jmscclpp.core.spi.Waiting;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.proxy.Fifo;
+import org.jmscclpp.core.spi.Waiting;
 
 /** Helpers of the fifo tests: a consumer step with a deadline, and producer threads whose failures reach the test. */
 public final class FifoTesting {

@@ -1,7 +1,7 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.Bootstrap;
 import java.time.Duration;
+import org.jmscclpp.core.Bootstrap;
 import reactor.core.publisher.Mono;
 
 /** A bootstrap that forwards everything to another; tests override an operation to break or observe it. */

@@ -1,8 +1,5 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.Bootstrap;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -11,6 +8,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.testkit.InMemoryRound.Kind;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;

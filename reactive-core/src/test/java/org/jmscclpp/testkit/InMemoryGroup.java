@@ -1,10 +1,10 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.ErrorCode;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jmscclpp.core.ErrorCode;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,13 +1,13 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.Bootstrap;
-import org.jmscclpp.core.JmscclppException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,7 +1,5 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
@@ -9,6 +7,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.MonoSink;

@@ -1,12 +1,12 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.StringJoiner;
 import java.util.function.IntPredicate;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**

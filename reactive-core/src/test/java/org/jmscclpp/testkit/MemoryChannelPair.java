@@ -1,18 +1,18 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.channel.MemoryChannel;
-import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportFlags;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.MemoryChannel;
 import org.jspecify.annotations.Nullable;
 
 /**

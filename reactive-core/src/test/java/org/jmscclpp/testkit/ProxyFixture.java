@@ -1,7 +1,12 @@
 package org.jmscclpp.testkit;
 
-import org.jmscclpp.core.proxy.FifoLayout;
-import org.jmscclpp.core.proxy.ProxyService;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.IntFunction;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
@@ -11,15 +16,10 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.FifoLayout;
+import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Tokens;
-import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.function.Consumer;
-import java.util.function.IntFunction;
 
 /**
  * One or two ranks of one JVM wired for the proxy tests: an {@link InMemoryBootstrap} group over a

@@ -1,8 +1,8 @@
 package org.jmscclpp.testkit;
 
+import java.util.Random;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.Reductions;
-import java.util.Random;
 
 /**
  * Element bits to reduce in tests: random values of every {@link DataType}, mixed with the values

@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.bench.nccl.NcclCommunicator;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -18,7 +16,9 @@ import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.bench.nccl.NcclCommunicator;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 import org.jmscclpp.samples.ExitCodes;

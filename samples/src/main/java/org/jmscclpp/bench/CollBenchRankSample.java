@@ -1,6 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.core.spi.Closeables;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +13,7 @@ import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.CollectiveBuffers;
 import org.jmscclpp.samples.CollectiveJob;

@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaGraph;
-import org.jmscclpp.cuda.CudaStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -10,6 +8,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 

@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.HotBindingsProbe;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,6 +12,8 @@ import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.proxy.ProxyService.Poller;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.HotBindingsProbe;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.MarkdownTable;

@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
-import org.jmscclpp.core.spi.Waiting;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,6 +24,8 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
+import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;

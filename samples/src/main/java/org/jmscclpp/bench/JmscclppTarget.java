@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +10,8 @@ import java.util.concurrent.TimeoutException;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.cuda.collective.CudaCollectiveComm;
 import org.jmscclpp.samples.CollectiveBuffers;
 import org.jmscclpp.samples.CollectiveData;

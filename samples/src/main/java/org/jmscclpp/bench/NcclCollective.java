@@ -1,12 +1,12 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.bench.nccl.NcclCommunicator;
 import java.util.Objects;
+import org.jmscclpp.bench.nccl.NcclCommunicator;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.CollectiveBuffers;
 import org.jmscclpp.samples.CollectiveData;

@@ -1,13 +1,13 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
 import java.time.Duration;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import org.jspecify.annotations.Nullable;
 
 /**

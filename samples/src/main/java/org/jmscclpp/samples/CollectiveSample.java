@@ -1,7 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +15,8 @@ import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 

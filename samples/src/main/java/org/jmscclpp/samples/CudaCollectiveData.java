@@ -1,10 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.kernel.CudaModule;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,6 +9,11 @@ import java.util.Map;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.CudaModule;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,6 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -19,6 +18,7 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 

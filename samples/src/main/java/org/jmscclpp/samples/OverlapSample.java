@@ -1,14 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
-import org.jmscclpp.core.channel.PortChannel;
-import org.jmscclpp.core.proxy.ProxyService;
-import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.SemaphoreId;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -27,11 +18,20 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.MemoryId;
+import org.jmscclpp.core.Mesh;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.SemaphoreId;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 
 /**
  * {@code overlap [--backend host|cuda] [--tiles K] [--tile-bytes B] [--passes P] [--iters I]}:

@@ -1,9 +1,9 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.core.spi.Closeables;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import org.jmscclpp.core.spi.Closeables;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,8 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.core.channel.PortChannel;
-import org.jmscclpp.core.proxy.FlushCompletion;
-import org.jmscclpp.core.proxy.ProxyService;
 import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.bootstrap.BootstrapOptions;
@@ -19,6 +16,9 @@ import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.proxy.FlushCompletion;
+import org.jmscclpp.core.proxy.ProxyService;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;

@@ -1,9 +1,9 @@
 package org.jmscclpp.samples;
 
+import org.jmscclpp.core.spi.ClassPathResources;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.kernel.CudaModule;
 import org.jmscclpp.cuda.kernel.DeviceKernels;
-import org.jmscclpp.core.spi.ClassPathResources;
 
 /**
  * The samples' own CUDA kernels: class-path resources {@value #RESOURCE_ROOT}{@code NAME.cu},

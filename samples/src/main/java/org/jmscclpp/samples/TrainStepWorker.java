@@ -1,11 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.kernel.CudaModule;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
 import static org.jmscclpp.samples.TrainStepValues.FLOAT;
 
 import java.lang.foreign.Arena;
@@ -22,6 +16,12 @@ import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.CudaModule;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;

@@ -1,6 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
 
 class BootstrapBenchTest {

@@ -1,7 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.bench.nccl.NcclCommunicator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,6 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Collectors;
+import org.jmscclpp.bench.nccl.NcclCommunicator;
+import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.TestRankMain;

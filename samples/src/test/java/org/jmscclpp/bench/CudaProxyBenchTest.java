@@ -1,6 +1,5 @@
 package org.jmscclpp.bench;
 
-import org.jmscclpp.cuda.CudaBackend;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,6 +12,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.cli.MainRun;
+import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.samples.ExitCodes;
 import org.junit.jupiter.api.Test;
 

@@ -1,9 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.kernel.CompiledKernel;
-import org.jmscclpp.cuda.kernel.DeviceCodeChecks;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.KernelCompiler;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +15,10 @@ import java.util.stream.Stream;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.cuda.kernel.CompiledKernel;
+import org.jmscclpp.cuda.kernel.DeviceCodeChecks;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.KernelCompiler;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

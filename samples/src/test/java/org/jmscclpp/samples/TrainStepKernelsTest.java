@@ -1,7 +1,5 @@
 package org.jmscclpp.samples;
 
-import org.jmscclpp.cuda.kernel.CompiledKernel;
-import org.jmscclpp.cuda.kernel.KernelCompiler;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,6 +15,8 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.kernel.CompiledKernel;
+import org.jmscclpp.cuda.kernel.KernelCompiler;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelPromise;
@@ -98,14 +99,15 @@ class FrameEncoderTest {
     }
 
     @Test
-    void headerFollowsTheDiagramAndThePayloadFollowsWithoutACopy() {
-        ByteBuf payload = payload(5, 1);
+    void headerFollowsTheDiagramAndALargePayloadFollowsWithoutACopy() {
+        int bytes = FrameEncoder.COPY_LIMIT + 1;
+        ByteBuf payload = payload(bytes, 1);
         assertTrue(encoder.writeOutbound(new Frame(Frame.USER, Frame.LAST, 0x0102030405060708L, payload)));
         List<ByteBuf> out = written();
         assertEquals(2, out.size(), "the header, then the payload");
         ByteBuf header = out.get(0);
         assertEquals(Frame.LENGTH_BYTES + Frame.HEADER_BYTES, header.readableBytes());
-        assertEquals(Frame.HEADER_BYTES + 5, header.getIntLE(0), "offset 0: length of the rest, little-endian");
+        assertEquals(Frame.HEADER_BYTES + bytes, header.getIntLE(0), "offset 0: length of the rest, little-endian");
         assertEquals(Frame.USER, header.getByte(4), "offset 4: kind");
         assertEquals(Frame.LAST, header.getByte(5), "offset 5: flags");
         assertEquals(0, header.getShortLE(6), "offset 6: reserved");
@@ -113,6 +115,22 @@ class FrameEncoderTest {
         assertEquals(0x08, header.getByte(8), "little-endian: the low byte first");
         assertSame(payload, out.get(1), "the payload buffer itself goes out, not a copy");
         assertEquals(1, payload.refCnt(), "the frame's reference passed to the written buffer");
+        out.forEach(ByteBuf::release);
+    }
+
+    @Test
+    void aSmallPayloadTravelsInTheHeadersBuffer() {
+        ByteBuf payload = payload(FrameEncoder.COPY_LIMIT, 3);
+        byte[] expected = ByteBufUtil.getBytes(payload);
+        assertTrue(encoder.writeOutbound(new Frame(Frame.USER, (byte) 0, 9, payload)));
+        List<ByteBuf> out = written();
+        assertEquals(1, out.size(), "header and payload in one buffer");
+        ByteBuf frame = out.getFirst();
+        assertEquals(Frame.LENGTH_BYTES + Frame.HEADER_BYTES + FrameEncoder.COPY_LIMIT, frame.readableBytes());
+        assertEquals(Frame.HEADER_BYTES + FrameEncoder.COPY_LIMIT, frame.getIntLE(0));
+        assertArrayEquals(expected, ByteBufUtil.getBytes(frame, Frame.LENGTH_BYTES + Frame.HEADER_BYTES,
+                FrameEncoder.COPY_LIMIT));
+        assertEquals(0, payload.refCnt(), "the copied payload was released");
         out.forEach(ByteBuf::release);
     }
 
@@ -178,7 +196,7 @@ class FrameEncoderTest {
     @Test
     void thePromiseCompletesOnceHeaderAndPayloadAreWritten() {
         ChannelPromise promise = encoder.newPromise();
-        encoder.write(new Frame(Frame.FAILURE, Frame.LAST, 3, payload(100, 5)), promise);
+        encoder.write(new Frame(Frame.FAILURE, Frame.LAST, 3, payload(FrameEncoder.COPY_LIMIT + 100, 5)), promise);
         assertFalse(promise.isDone(), "nothing is written before the flush");
         encoder.flush();
         assertTrue(promise.isSuccess());

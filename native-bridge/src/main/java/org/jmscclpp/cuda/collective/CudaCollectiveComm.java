@@ -1,13 +1,5 @@
 package org.jmscclpp.cuda.collective;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.kernel.DeviceKernels;
-import org.jmscclpp.cuda.kernel.Kernel;
-import org.jmscclpp.cuda.kernel.KernelArgs;
-import org.jmscclpp.cuda.kernel.LaunchConfig;
-import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.core.spi.Closeables;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -44,6 +36,14 @@ import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.DeviceKernels;
+import org.jmscclpp.cuda.kernel.Kernel;
+import org.jmscclpp.cuda.kernel.KernelArgs;
+import org.jmscclpp.cuda.kernel.LaunchConfig;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;

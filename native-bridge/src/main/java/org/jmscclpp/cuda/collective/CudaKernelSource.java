@@ -1,8 +1,8 @@
 package org.jmscclpp.cuda.collective;
 
-import org.jmscclpp.core.spi.ClassPathResources;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jmscclpp.core.spi.ClassPathResources;
 
 /** The CUDA sources of this package, class-path resources read once. */
 final class CudaKernelSource {

@@ -1,14 +1,14 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.cuda.CudaContext;
-import org.jmscclpp.cuda.StreamPool;
-import org.jmscclpp.nativebridge.CudaDriver;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaContext;
+import org.jmscclpp.cuda.StreamPool;
+import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * A cubin loaded into one GPU's context ({@code CUmodule}), and the kernels it holds. Kernels

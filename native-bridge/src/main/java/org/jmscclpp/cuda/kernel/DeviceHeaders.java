@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.core.spi.ClassPathResources;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.ClassPathResources;
 
 /**
  * The CUDA device headers that kernels include: the device side of the fifo, the semaphores, the

@@ -1,13 +1,13 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.core.spi.ClassPathResources;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.ClassPathResources;
+import org.jmscclpp.cuda.CudaBackend;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,13 +1,13 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.StreamPool;
-import org.jmscclpp.nativebridge.CudaDriver;
 import java.lang.ref.Reference;
 import java.time.Duration;
 import java.util.Objects;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.StreamPool;
+import org.jmscclpp.nativebridge.CudaDriver;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 

@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.nativebridge.Nvrtc;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +24,7 @@ import java.util.logging.Logger;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.Nvrtc;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,10 +1,5 @@
 package org.jmscclpp.cuda.collective;
 
-import org.jmscclpp.testkit.CollectiveReference;
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaGraph;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.GpuRankMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -22,6 +17,11 @@ import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.Reductions;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.GpuRankMain;
+import org.jmscclpp.testkit.CollectiveReference;
 
 /**
  * The CUDA collective engine's scenarios, one rank each ({@link GpuRankMain}): the public API on

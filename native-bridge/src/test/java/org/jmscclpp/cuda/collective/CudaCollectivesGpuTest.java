@@ -1,9 +1,9 @@
 package org.jmscclpp.cuda.collective;
 
-import org.jmscclpp.cuda.CudaInternals;
-import org.jmscclpp.cuda.GpuJob;
 import java.nio.file.Path;
 import java.time.Duration;
+import org.jmscclpp.cuda.CudaInternals;
+import org.jmscclpp.cuda.GpuJob;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.nativebridge.Nvrtc;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -8,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import org.jmscclpp.nativebridge.Nvrtc;
 import org.junit.jupiter.api.Assumptions;
 
 /**

@@ -1,8 +1,10 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.core.spi.DeviceHandles;
-import org.jmscclpp.testkit.MemoryChannelPair;
-import org.jmscclpp.testkit.ProxyFixture;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.function.Consumer;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
@@ -16,11 +18,9 @@ import org.jmscclpp.core.proxy.ProxyTrigger;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Semaphore;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.function.Consumer;
+import org.jmscclpp.core.spi.DeviceHandles;
+import org.jmscclpp.testkit.MemoryChannelPair;
+import org.jmscclpp.testkit.ProxyFixture;
 
 /**
  * Device handles as the Java encoders write them, for native-bridge's tests of the CUDA headers'

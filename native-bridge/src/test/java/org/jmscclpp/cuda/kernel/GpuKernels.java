@@ -1,13 +1,13 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.cuda.CudaContext;
-import org.jmscclpp.cuda.CudaInternals;
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.nativebridge.Nvrtc;
 import com.sun.jna.Pointer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.jmscclpp.cuda.CudaContext;
+import org.jmscclpp.cuda.CudaInternals;
+import org.jmscclpp.nativebridge.CudaDriver;
+import org.jmscclpp.nativebridge.Nvrtc;
 import org.junit.jupiter.api.Assumptions;
 
 /**

@@ -1,6 +1,5 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.nativebridge.Nvrtc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -17,6 +16,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.Nvrtc;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

@@ -1,9 +1,5 @@
 package org.jmscclpp.cuda.kernel;
 
-import org.jmscclpp.testkit.ChildJvm;
-import org.jmscclpp.cuda.CudaInternals;
-import org.jmscclpp.nativebridge.CudaDriver;
-import org.jmscclpp.core.spi.Waiting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -16,6 +12,10 @@ import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.cuda.CudaInternals;
+import org.jmscclpp.nativebridge.CudaDriver;
+import org.jmscclpp.testkit.ChildJvm;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;

@@ -1,5 +1,11 @@
 package org.jmscclpp.core.channel;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -15,12 +21,6 @@ import org.jmscclpp.core.packet.Packets;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.DeviceHandles;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 

@@ -1,5 +1,8 @@
 package org.jmscclpp.core.channel;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.time.Duration;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
@@ -17,9 +20,6 @@ import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.DeviceHandles;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,14 +1,14 @@
 package org.jmscclpp.core.collective;
 
-import org.jmscclpp.core.spi.ClassPathResources;
 import java.io.InputStream;
-import org.jspecify.annotations.Nullable;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.ClassPathResources;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Which algorithm a call gets, by kind, number of ranks, topology and size: the first row that

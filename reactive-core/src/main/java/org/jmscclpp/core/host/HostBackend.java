@@ -1,9 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.IpcTransport;
-import org.jmscclpp.core.spi.TransportProvider;
-import org.jmscclpp.core.spi.HostIdentity;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -34,6 +30,10 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.IpcTransport;
+import org.jmscclpp.core.spi.TransportProvider;
 import org.jspecify.annotations.Nullable;
 
 /**

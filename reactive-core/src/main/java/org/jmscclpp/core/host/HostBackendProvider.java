@@ -1,8 +1,8 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.core.spi.BackendProvider;
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.spi.BackendProvider;
 
 /**
  * Makes the {@link HostBackend} known to {@link org.jmscclpp.core.Backends} as {@code host}: it

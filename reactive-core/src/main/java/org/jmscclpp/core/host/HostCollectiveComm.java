@@ -1,7 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.core.spi.Closeables;
-import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -36,6 +34,8 @@ import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.Reductions;
 import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;

@@ -1,7 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.core.spi.ConnectionChecks;
-import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -16,6 +14,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.spi.ConnectionChecks;
+import org.jmscclpp.core.spi.Endpoint;
 import reactor.core.publisher.Mono;
 
 /**

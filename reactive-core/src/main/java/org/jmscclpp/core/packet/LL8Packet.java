@@ -1,10 +1,10 @@
 package org.jmscclpp.core.packet;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.channel.MemoryChannel;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
 
 /**
  * MSCCL++'s {@code LL8Packet} (low-latency protocol, 8 bytes, 4 bytes of payload), as static

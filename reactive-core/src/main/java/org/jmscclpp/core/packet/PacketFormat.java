@@ -1,9 +1,9 @@
 package org.jmscclpp.core.packet;
 
-import org.jmscclpp.core.channel.MemoryChannel;
-import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import org.jmscclpp.core.channel.MemoryChannel;
+import org.jmscclpp.core.spi.Waiting;
 
 /**
  * One low-latency packet format ({@link LL16Packet#FORMAT}, {@link LL8Packet#FORMAT}): the

@@ -1,14 +1,14 @@
 package org.jmscclpp.core.packet;
 
-import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.channel.MemoryChannel;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.channel.MemoryChannel;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.proxy;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
@@ -8,8 +10,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.DeviceHandles;
 import org.jmscclpp.core.spi.Tokens;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import org.jspecify.annotations.Nullable;
 
 /**

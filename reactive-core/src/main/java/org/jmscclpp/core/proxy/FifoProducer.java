@@ -1,15 +1,15 @@
 package org.jmscclpp.core.proxy;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.time.Duration;
 
 /**
  * The pushing side of a {@link Fifo}: made by {@link Fifo#producer()} in the fifo's own process,

@@ -1,8 +1,8 @@
 package org.jmscclpp.core.proxy;
 
+import java.time.Duration;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.semaphore.SemaphoreId;
-import java.time.Duration;
 
 /**
  * One completed flush of a {@link ProxyService}: the connection finished every write issued before

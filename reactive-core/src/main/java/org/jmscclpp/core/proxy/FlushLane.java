@@ -1,10 +1,10 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionContext;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.locks.LockSupport;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionContext;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 

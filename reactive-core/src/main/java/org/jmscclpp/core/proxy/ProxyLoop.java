@@ -1,12 +1,5 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.semaphore.SemaphoreId;
-import org.jmscclpp.core.spi.Tokens;
-import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -16,6 +9,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.semaphore.SemaphoreId;
+import org.jmscclpp.core.spi.Tokens;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;

@@ -1,5 +1,13 @@
 package org.jmscclpp.core.proxy;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
@@ -13,14 +21,6 @@ import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.IdentityHashMap;
-import java.util.Map;
-import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;

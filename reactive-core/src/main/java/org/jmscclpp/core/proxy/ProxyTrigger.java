@@ -1,9 +1,9 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.util.HexFormat;
 import java.util.StringJoiner;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**

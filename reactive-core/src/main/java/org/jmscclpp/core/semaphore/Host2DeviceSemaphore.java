@@ -1,5 +1,7 @@
 package org.jmscclpp.core.semaphore;
 
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -9,8 +11,6 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.DeviceHandles;
-import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Mono;
 
 /**

@@ -1,5 +1,8 @@
 package org.jmscclpp.core.semaphore;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -10,9 +13,6 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Mono;
 
 /**

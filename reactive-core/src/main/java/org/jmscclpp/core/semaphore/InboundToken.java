@@ -1,13 +1,13 @@
 package org.jmscclpp.core.semaphore;
 
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**

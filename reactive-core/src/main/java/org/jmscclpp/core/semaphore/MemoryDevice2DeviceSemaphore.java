@@ -1,5 +1,7 @@
 package org.jmscclpp.core.semaphore;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -10,10 +12,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.DeviceHandles;
 import org.jmscclpp.core.spi.Tokens;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import reactor.core.publisher.Mono;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
 
 /**
  * A semaphore that device code signals and device code waits on, by direct atomic stores into the

@@ -1,11 +1,11 @@
 package org.jmscclpp.core.semaphore;
 
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.spi.Tokens;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The two token words behind a semaphore over one connection: this rank's inbound token (which

@@ -1,8 +1,8 @@
 package org.jmscclpp.core.spi;
 
+import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
-import java.util.Optional;
 
 /**
  * How {@link Backends} finds a backend at run time: implementations are listed in

@@ -1,10 +1,10 @@
 package org.jmscclpp.core.spi;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,5 +1,7 @@
 package org.jmscclpp.core.spi;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -9,8 +11,6 @@ import org.jmscclpp.core.proxy.Fifo;
 import org.jmscclpp.core.proxy.FifoLayout;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * The one encoder of the device handles that kernels receive: the byte layouts that

@@ -1,14 +1,14 @@
 package org.jmscclpp.core.spi;
 
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.HexFormat;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
-import java.nio.ByteBuffer;
-import java.util.Arrays;
-import java.util.HexFormat;
 
 /**
  * One side of a connection as the other side learns it: transport, device, host and process

@@ -1,7 +1,5 @@
 package org.jmscclpp.core.spi;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
@@ -9,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.spi;
 
+import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -9,7 +10,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import java.util.Optional;
 
 /**
  * A backend's own transports ({@code HOST_IPC}, {@code CUDA_IPC}) as a {@link TransportProvider}, so that the

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.spi;
 
+import java.util.Optional;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -9,7 +10,6 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import java.util.Optional;
 
 /**
  * The one connection SPI: how the communicator registers memory with a transport and connects over it. The

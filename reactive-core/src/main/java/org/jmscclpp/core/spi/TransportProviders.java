@@ -1,9 +1,9 @@
 package org.jmscclpp.core.spi;
 
-import org.jmscclpp.core.Transport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
+import org.jmscclpp.core.Transport;
 import org.jspecify.annotations.Nullable;
 
 /** Finds the {@link TransportProvider}s on the class path, once. */

@@ -1,11 +1,11 @@
 package org.jmscclpp.core.spi;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceType;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * Bounds-checked little-endian reading of bytes that came from a peer: every read that would run

@@ -1,20 +1,5 @@
 package org.jmscclpp.core.channel;
 
-import org.jmscclpp.testkit.ChildJvm;
-import org.jmscclpp.testkit.InMemoryBootstrap;
-import org.jmscclpp.testkit.MemoryChannelPair;
-import org.jmscclpp.core.Communicator;
-import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.EndpointConfig;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.TransportFlags;
-import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.core.semaphore.Semaphore;
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.Waiting;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -25,7 +10,22 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.semaphore.Semaphore;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.InMemoryBootstrap;
+import org.jmscclpp.testkit.MemoryChannelPair;
 
 /**
  * Rank 1 of {@link MemoryChannelProcessTest}, in its own JVM, and the code both ranks run.

@@ -1,9 +1,5 @@
 package org.jmscclpp.core.channel;
 
-import org.jmscclpp.testkit.FifoTesting;
-import org.jmscclpp.testkit.MemoryChannelPair;
-import org.jmscclpp.core.packet.LL16Packet;
-import org.jmscclpp.core.packet.LL8Packet;
 import static org.jmscclpp.testkit.MemoryChannelPair.STEP;
 import static org.jmscclpp.testkit.MemoryChannelPair.check;
 import static org.jmscclpp.testkit.MemoryChannelPair.fill;
@@ -13,6 +9,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
+import org.jmscclpp.core.packet.LL16Packet;
+import org.jmscclpp.core.packet.LL8Packet;
+import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.MemoryChannelPair;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,12 +1,5 @@
 package org.jmscclpp.core.channel;
 
-import org.jmscclpp.testkit.MemoryChannelPair;
-import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
-import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.testkit.MemoryChannelPair.STEP;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,6 +20,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.testkit.MemoryChannelPair;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,7 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.testkit.ChildJvm;
-import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -22,6 +20,8 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,7 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.testkit.CollectiveReference;
-import org.jmscclpp.testkit.InMemoryBootstrap;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +17,8 @@ import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.testkit.CollectiveReference;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;

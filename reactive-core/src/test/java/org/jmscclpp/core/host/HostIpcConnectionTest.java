@@ -1,8 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.testkit.InMemoryBootstrap;
-import org.jmscclpp.core.spi.Endpoint;
-import org.jmscclpp.core.spi.HostIdentity;
 import static org.jmscclpp.core.host.HostBackendTest.assertCode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,6 +28,9 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

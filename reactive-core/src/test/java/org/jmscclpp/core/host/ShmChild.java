@@ -1,7 +1,5 @@
 package org.jmscclpp.core.host;
 
-import org.jmscclpp.testkit.InMemoryBootstrap;
-import org.jmscclpp.core.spi.Endpoint;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -17,6 +15,8 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 
 /**
  * The other process of {@link HostBackendProcessTest}. Modes:

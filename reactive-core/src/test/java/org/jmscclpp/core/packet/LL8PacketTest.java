@@ -1,8 +1,5 @@
 package org.jmscclpp.core.packet;
 
-import org.jmscclpp.testkit.FifoTesting;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,6 +12,9 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.testkit.FifoTesting;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 

@@ -1,11 +1,11 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.core.Backend;
-import org.jmscclpp.core.DeviceBuffer;
-import org.jmscclpp.core.Transport;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.host.HostBackend;
 
 /**

@@ -1,9 +1,5 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.testkit.ChildJvm;
-import org.jmscclpp.testkit.FifoTesting;
-import org.jmscclpp.core.Transport;
-import org.jmscclpp.core.spi.Waiting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -14,7 +10,11 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
+import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.FifoTesting;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -1,6 +1,5 @@
 package org.jmscclpp.core.proxy;
 
-import org.jmscclpp.testkit.FifoTesting;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
@@ -10,6 +9,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.testkit.FifoTesting;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -1,5 +1,9 @@
 package org.jmscclpp.core.spi;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -7,10 +11,6 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 
 /**

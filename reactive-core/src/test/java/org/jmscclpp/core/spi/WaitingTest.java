@@ -1,9 +1,9 @@
 package org.jmscclpp.core.spi;
 
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
 

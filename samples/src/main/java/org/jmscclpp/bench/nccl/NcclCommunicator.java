@@ -1,9 +1,5 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.cuda.CudaBackend;
-import org.jmscclpp.cuda.CudaContext;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.core.spi.Waiting;
 import com.sun.jna.Memory;
 import java.lang.ref.Reference;
 import java.time.Duration;
@@ -13,6 +9,10 @@ import java.util.function.IntSupplier;
 import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaContext;
+import org.jmscclpp.cuda.CudaStream;
 
 /**
  * One rank's NCCL communicator on one GPU ({@link CudaBackend}), for running the same collectives

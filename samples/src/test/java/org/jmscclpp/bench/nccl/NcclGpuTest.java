@@ -1,9 +1,9 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.cuda.GpuJob;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import org.jmscclpp.cuda.GpuJob;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;

@@ -1,9 +1,5 @@
 package org.jmscclpp.bench.nccl;
 
-import org.jmscclpp.cuda.CudaGraph;
-import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.GpuJob;
-import org.jmscclpp.cuda.GpuRankMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -13,6 +9,10 @@ import java.util.function.IntToDoubleFunction;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.cuda.CudaGraph;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.GpuJob;
+import org.jmscclpp.cuda.GpuRankMain;
 
 /**
  * The NCCL scenarios of the GPU tests, one rank per process ({@link GpuJob}): the unique id made
