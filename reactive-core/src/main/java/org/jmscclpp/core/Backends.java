@@ -1,8 +1,12 @@
 package org.jmscclpp.core;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
 import org.jmscclpp.core.spi.BackendProvider;
 
@@ -15,12 +19,28 @@ public final class Backends {
     private Backends() {
     }
 
-    /** Every provider on the class path, highest priority first, available or not. */
+    /**
+     * Every provider on the class path, highest priority first, available or not. Its type is the SPI's, which the
+     * module path shows to the jmscclpp modules only: applications use {@link #availability()}.
+     */
     public static List<BackendProvider> providers() {
         List<BackendProvider> all = new ArrayList<>();
         ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(all::add);
         all.sort(Comparator.comparingInt(BackendProvider::priority).reversed().thenComparing(BackendProvider::name));
         return all;
+    }
+
+    /**
+     * Every backend on the class path (or module path), highest priority first, with why it cannot run here: an
+     * empty reason for the ones that can ({@code {cuda=Optional[libcuda.so.1 not found], host=Optional.empty}}).
+     * What an application asks; {@link #providers()} is for the jmscclpp modules.
+     */
+    public static Map<String, Optional<String>> availability() {
+        Map<String, Optional<String>> all = new LinkedHashMap<>();
+        for (BackendProvider p : providers()) {
+            all.put(p.name(), p.unavailableReason());
+        }
+        return Collections.unmodifiableMap(all);
     }
 
     /** Opens the available backend of highest priority. */

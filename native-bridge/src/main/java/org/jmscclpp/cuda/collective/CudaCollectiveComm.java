@@ -603,7 +603,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
             // a batch the stream got past completes unless the device recorded an error
             JmscclppException error = deviceError();
-            if (error == null) {
+            if (error == null && done < head.number()) {
+                // a peer that left after the batch completed did its part: only an unfinished batch fails
                 error = peerFailure();
             }
             if (error == null && done < head.number() && now - lastQuery > 1_000_000) {

@@ -373,7 +373,12 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         if (arrived(peer, channel)) {
             return;
         }
-        boolean ok = Waiting.await(() -> arrived(peer, channel) || stopped(), deadline);
+        boolean[] got = {false};
+        boolean ok = Waiting.await(() -> (got[0] = arrived(peer, channel)) || stopped(), deadline);
+        // a peer that signalled and then left did its part: its signal counts, whatever came after it
+        if (got[0] || arrived(peer, channel)) {
+            return;
+        }
         checkStopped(phase);
         if (!ok) {
             throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not come from rank " + peer + " in time")

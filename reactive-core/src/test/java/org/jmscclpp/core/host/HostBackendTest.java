@@ -403,6 +403,9 @@ class HostBackendTest {
         assertInstanceOf(HostBackendProvider.class, provider);
         assertEquals(0, provider.priority());
         assertTrue(provider.unavailableReason().isEmpty());
+        assertEquals(java.util.Optional.empty(), Backends.availability().get("host"));
+        assertEquals(Backends.providers().stream().map(BackendProvider::name).toList(),
+                List.copyOf(Backends.availability().keySet()), "the same backends, in priority order");
         try (Backend named = Backends.named("host")) {
             assertInstanceOf(HostBackend.class, named);
             assertEquals("host", named.name());

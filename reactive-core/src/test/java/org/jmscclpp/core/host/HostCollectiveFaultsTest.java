@@ -1,5 +1,6 @@
 package org.jmscclpp.core.host;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -299,6 +300,31 @@ class HostCollectiveFaultsTest {
                         "REMOTE_ERROR, not " + t);
             }
             assertTrue(ms < 10_000, "the survivors failed after " + ms + " ms, against a deadline of 60 s");
+        }
+    }
+
+    /**
+     * A rank whose call completed may close at once, as NCCL ranks destroy their communicator after the last call:
+     * the peer still finishing the same call (its last barrier signal already came) must complete too, not fail
+     * with the news that the first rank left.
+     */
+    @Test
+    void aRankThatLeavesRightAfterItsCallDoesNotFailAPeerFinishingTheSameCall() {
+        for (int round = 0; round < 40; round++) {
+            try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+                List<Mono<Void>> calls = new ArrayList<>();
+                List<float[]> values = List.of(new float[] {1, 2, 3, 4, 5}, new float[] {10, 20, 30, 40, 50});
+                for (int r = 0; r < 2; r++) {
+                    int rank = r;
+                    DeviceBuffer b = DeviceBuffer.wrap(MemorySegment.ofArray(values.get(r)));
+                    calls.add(job.comms.get(r).allReduce(b, b, 5, DataType.FLOAT32, ReduceOp.SUM)
+                            .doOnSuccess(v -> job.bootstraps.get(rank).close()));
+                }
+                Mono.when(calls).block(LIMIT);
+                for (float[] v : values) {
+                    assertArrayEquals(new float[] {11, 22, 33, 44, 55}, v, "round " + round);
+                }
+            }
         }
     }
 }

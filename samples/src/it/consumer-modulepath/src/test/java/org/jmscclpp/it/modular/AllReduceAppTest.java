@@ -49,6 +49,8 @@ class AllReduceAppTest {
     @Test
     void theCudaBackendIsFoundThroughTheModulesProvidesClause() {
         // on a GPU host it opens; elsewhere it is found and says why it cannot run (JNA looked for libcuda)
+        assertTrue(Backends.availability().containsKey("cuda"), Backends.availability().toString());
+        assertTrue(Backends.availability().get("host").isEmpty(), Backends.availability().toString());
         try (Backend cuda = Backends.named("cuda")) {
             assertEquals("cuda", cuda.name());
         } catch (JmscclppException e) {
