@@ -12,9 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.StringJoiner;
-import java.util.function.Function;
-import java.util.stream.Collectors;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -46,13 +43,18 @@ public final class Nvrtc {
             "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13",
             "/usr/local/cuda/lib64/libnvrtc.so");
 
+    /** How NVRTC is found: {@link #LIBRARY_ENV}, else JNA's search for {@code nvrtc}, else {@link #KNOWN_PATHS}. */
+    static final LibraryLookup LOOKUP = new LibraryLookup(LIBRARY_ENV, "nvrtc", "JNA name nvrtc", "NVRTC (libnvrtc)",
+            "libnvrtc.so.13");
+
     private static final @Nullable String UNAVAILABLE;
     private static final String LOADED_FROM;
     /** Held so that the builtins stay loaded: JNA unloads a library nothing references. */
     private static final @Nullable NativeLibrary BUILTINS;
 
     static {
-        Resolution resolution = resolve(System.getenv(LIBRARY_ENV), KNOWN_PATHS, NativeLibrary::getInstance);
+        LibraryLookup.Resolution resolution = LOOKUP.resolve(System.getenv(LIBRARY_ENV), KNOWN_PATHS,
+                NativeLibrary::getInstance);
         String reason = resolution.failure();
         NativeLibrary library = resolution.library();
         NativeLibrary builtins = null;
@@ -73,55 +75,6 @@ public final class Nvrtc {
     private Nvrtc() {
     }
 
-    /**
-     * The outcome of looking for the library: the loaded library and what it was loaded as, or
-     * (library {@code null}) a failure listing every attempt with its error.
-     */
-    record Resolution(@Nullable NativeLibrary library, String source, @Nullable String failure) {
-    }
-
-    /**
-     * Looks for NVRTC: {@code configured} alone when it is non-blank (a path the user chose; a
-     * failure there is reported, not papered over by a search); otherwise the JNA name
-     * {@code nvrtc}, then each existing file of {@code knownPaths}. {@code loader} is
-     * {@link NativeLibrary#getInstance(String)} outside tests.
-     */
-    static Resolution resolve(@Nullable String configured, List<String> knownPaths,
-                              Function<String, NativeLibrary> loader) {
-        List<String> attempts = new ArrayList<>();
-        if (configured != null && !configured.isBlank()) {
-            try {
-                return new Resolution(loader.apply(configured), configured, null);
-            } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(LIBRARY_ENV + "=" + configured + " (" + oneLine(e) + ")");
-                return failed(attempts);
-            }
-        }
-        try {
-            return new Resolution(loader.apply("nvrtc"), "nvrtc", null);
-        } catch (UnsatisfiedLinkError | RuntimeException e) {
-            attempts.add("JNA name nvrtc (" + oneLine(e) + ")");
-        }
-        for (String path : knownPaths) {
-            if (!Files.exists(Path.of(path))) {
-                attempts.add(path + " (absent)");
-                continue;
-            }
-            try {
-                return new Resolution(loader.apply(path), path, null);
-            } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(path + " (" + oneLine(e) + ")");
-            }
-        }
-        return failed(attempts);
-    }
-
-    private static Resolution failed(List<String> attempts) {
-        StringJoiner tried = new StringJoiner("; ", "NVRTC (libnvrtc) cannot be loaded; tried: ",
-                ". Set " + LIBRARY_ENV + " to the path of libnvrtc.so.13");
-        attempts.forEach(tried::add);
-        return new Resolution(null, "", tried.toString());
-    }
 
     /**
      * Loads {@code libnvrtc-builtins.so.<major>.<minor>} from the folder NVRTC itself came from,
@@ -148,23 +101,6 @@ public final class Nvrtc {
         } catch (UnsatisfiedLinkError e) {
             return null;
         }
-    }
-
-    /**
-     * The gist of a load error on one line. JNA's message spans lines: a preamble naming the
-     * library, the loader's error once per place it looked (often twice alike), and the class path
-     * it searched for a bundled copy; only the loader's errors say anything.
-     */
-    static String oneLine(Throwable e) {
-        String message = e.getMessage();
-        if (message == null || message.isBlank()) {
-            return e.getClass().getSimpleName();
-        }
-        String gist = message.lines().map(String::strip)
-                .filter(line -> !line.isEmpty() && !line.startsWith("Unable to load library")
-                        && !line.startsWith("Native library"))
-                .distinct().collect(Collectors.joining("; "));
-        return gist.isEmpty() ? message.lines().findFirst().orElse(message).strip() : gist;
     }
 
     /** Empty when NVRTC is registered; otherwise why it is not, listing what was tried. */

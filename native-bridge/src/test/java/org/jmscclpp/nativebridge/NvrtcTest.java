@@ -34,7 +34,7 @@ class NvrtcTest {
 
     @Test
     void aBogusConfiguredPathIsReportedWithoutSearchingFurther() {
-        Nvrtc.Resolution r = Nvrtc.resolve("/nonexistent/libnvrtc.so.13", Nvrtc.KNOWN_PATHS, NativeLibrary::getInstance);
+        LibraryLookup.Resolution r = Nvrtc.LOOKUP.resolve("/nonexistent/libnvrtc.so.13", Nvrtc.KNOWN_PATHS, NativeLibrary::getInstance);
         assertNull(r.library());
         String reason = r.failure();
         assertTrue(reason != null && reason.startsWith("NVRTC (libnvrtc) cannot be loaded; tried: "
@@ -51,7 +51,7 @@ class NvrtcTest {
         Path absent = dir.resolve("absent/libnvrtc.so.13");
         Path present = Files.writeString(dir.resolve("libnvrtc.so"), "not a library");
         List<String> loaded = new ArrayList<>();
-        Nvrtc.Resolution r = Nvrtc.resolve("  ", List.of(absent.toString(), present.toString()), name -> {
+        LibraryLookup.Resolution r = Nvrtc.LOOKUP.resolve("  ", List.of(absent.toString(), present.toString()), name -> {
             loaded.add(name);
             return NOTHING_LOADS.apply(name);
         });
@@ -71,9 +71,9 @@ class NvrtcTest {
                 /x/libnvrtc.so.13: cannot open shared object file: No such file or directory
                 /x/libnvrtc.so.13: cannot open shared object file: No such file or directory
                 Native library (x/libnvrtc.so.13) not found in resource path (/a.jar:/b.jar)""");
-        assertEquals("/x/libnvrtc.so.13: cannot open shared object file: No such file or directory", Nvrtc.oneLine(jna));
-        assertEquals("Unable to load library 'y'", Nvrtc.oneLine(new UnsatisfiedLinkError("Unable to load library 'y'")));
-        assertEquals("UnsatisfiedLinkError", Nvrtc.oneLine(new UnsatisfiedLinkError()));
+        assertEquals("/x/libnvrtc.so.13: cannot open shared object file: No such file or directory", LibraryLookup.oneLine(jna));
+        assertEquals("Unable to load library 'y'", LibraryLookup.oneLine(new UnsatisfiedLinkError("Unable to load library 'y'")));
+        assertEquals("UnsatisfiedLinkError", LibraryLookup.oneLine(new UnsatisfiedLinkError()));
     }
 
     @Test
@@ -81,7 +81,7 @@ class NvrtcTest {
         Path first = Files.writeString(dir.resolve("first.so"), "");
         Path second = Files.writeString(dir.resolve("second.so"), "");
         NativeLibrary libc = NativeLibrary.getInstance("c");
-        Nvrtc.Resolution r = Nvrtc.resolve(null, List.of(first.toString(), second.toString()),
+        LibraryLookup.Resolution r = Nvrtc.LOOKUP.resolve(null, List.of(first.toString(), second.toString()),
                 name -> name.equals(first.toString()) ? libc : NOTHING_LOADS.apply(name));
         assertSame(libc, r.library());
         assertEquals(first.toString(), r.source());
@@ -91,7 +91,7 @@ class NvrtcTest {
     @Test
     void theConfiguredPathIsLoadedAsGiven() {
         NativeLibrary libc = NativeLibrary.getInstance("c");
-        Nvrtc.Resolution r = Nvrtc.resolve("/opt/somewhere/libnvrtc.so.13", List.of(),
+        LibraryLookup.Resolution r = Nvrtc.LOOKUP.resolve("/opt/somewhere/libnvrtc.so.13", List.of(),
                 name -> name.equals("/opt/somewhere/libnvrtc.so.13") ? libc : NOTHING_LOADS.apply(name));
         assertSame(libc, r.library());
         assertEquals("/opt/somewhere/libnvrtc.so.13", r.source());

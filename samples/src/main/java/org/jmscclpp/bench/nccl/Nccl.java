@@ -5,14 +5,9 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import com.sun.jna.Structure;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.StringJoiner;
-import java.util.function.Function;
-import java.util.stream.Collectors;
+import org.jmscclpp.nativebridge.LibraryLookup;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -39,6 +34,10 @@ final class Nccl {
             "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
             "/usr/local/nccl/lib/libnccl.so.2",
             "/usr/local/cuda/lib64/libnccl.so.2");
+
+    /** How NCCL is found: {@link #LIBRARY_ENV}, else the loader's search for libnccl.so.2, else {@link #KNOWN_PATHS}. */
+    static final LibraryLookup LOOKUP = new LibraryLookup(LIBRARY_ENV, "libnccl.so.2", "libnccl.so.2",
+            "NCCL (libnccl.so.2)", "libnccl.so.2");
 
     // ncclResult_t
     static final int SUCCESS = 0;
@@ -96,7 +95,8 @@ final class Nccl {
     private static final String LOADED_FROM;
 
     static {
-        Resolution resolution = resolve(System.getenv(LIBRARY_ENV), KNOWN_PATHS, NativeLibrary::getInstance);
+        LibraryLookup.Resolution resolution = LOOKUP.resolve(System.getenv(LIBRARY_ENV), KNOWN_PATHS,
+                NativeLibrary::getInstance);
         String reason = resolution.failure();
         NativeLibrary library = resolution.library();
         if (library != null) {
@@ -156,69 +156,6 @@ final class Nccl {
         return config;
     }
 
-    /** The outcome of looking for the library: the loaded library and its source, or a failure listing every attempt. */
-    record Resolution(@Nullable NativeLibrary library, String source, @Nullable String failure) {
-    }
-
-    /**
-     * Looks for NCCL: {@code configured} alone when it is non-blank; otherwise {@code libnccl.so.2}
-     * through the loader's search, then each existing file of {@code knownPaths}. {@code loader} is
-     * {@link NativeLibrary#getInstance(String)} outside tests.
-     */
-    static Resolution resolve(@Nullable String configured, List<String> knownPaths,
-                              Function<String, NativeLibrary> loader) {
-        List<String> attempts = new ArrayList<>();
-        if (configured != null && !configured.isBlank()) {
-            try {
-                return new Resolution(loader.apply(configured), configured, null);
-            } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(LIBRARY_ENV + "=" + configured + " (" + oneLine(e) + ")");
-                return failed(attempts);
-            }
-        }
-        try {
-            return new Resolution(loader.apply("libnccl.so.2"), "libnccl.so.2", null);
-        } catch (UnsatisfiedLinkError | RuntimeException e) {
-            attempts.add("libnccl.so.2 (" + oneLine(e) + ")");
-        }
-        for (String path : knownPaths) {
-            if (!Files.exists(Path.of(path))) {
-                attempts.add(path + " (absent)");
-                continue;
-            }
-            try {
-                return new Resolution(loader.apply(path), path, null);
-            } catch (UnsatisfiedLinkError | RuntimeException e) {
-                attempts.add(path + " (" + oneLine(e) + ")");
-            }
-        }
-        return failed(attempts);
-    }
-
-    /**
-     * The gist of a load error on one line (as the library's NVRTC binding says it). JNA's message
-     * spans lines: a preamble naming the library, the loader's error once per place it looked (often
-     * twice alike), and the class path it searched for a bundled copy; only the loader's errors say
-     * anything.
-     */
-    static String oneLine(Throwable e) {
-        String message = e.getMessage();
-        if (message == null || message.isBlank()) {
-            return e.getClass().getSimpleName();
-        }
-        String gist = message.lines().map(String::strip)
-                .filter(line -> !line.isEmpty() && !line.startsWith("Unable to load library")
-                        && !line.startsWith("Native library"))
-                .distinct().collect(Collectors.joining("; "));
-        return gist.isEmpty() ? message.lines().findFirst().orElse(message).strip() : gist;
-    }
-
-    private static Resolution failed(List<String> attempts) {
-        StringJoiner tried = new StringJoiner("; ", "NCCL (libnccl.so.2) cannot be loaded; tried: ",
-                ". Set " + LIBRARY_ENV + " to the path of libnccl.so.2");
-        attempts.forEach(tried::add);
-        return new Resolution(null, "", tried.toString());
-    }
 
     // ---------------------------------------------------------------------------------------------
     // library, errors, communicators

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.nativebridge.LibraryLookup;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,7 +29,7 @@ class NcclLibraryTest {
     @Test
     void aConfiguredLibraryThatDoesNotLoadIsReportedWithoutSearching(@TempDir Path dir) {
         String missing = dir.resolve("libnccl.so.2").toString();
-        Nccl.Resolution r = Nccl.resolve(missing, List.of("/lib/x86_64-linux-gnu/libnccl.so.2"),
+        LibraryLookup.Resolution r = Nccl.LOOKUP.resolve(missing, List.of("/lib/x86_64-linux-gnu/libnccl.so.2"),
                 com.sun.jna.NativeLibrary::getInstance);
         assertNull(r.library());
         String failure = r.failure();
@@ -41,7 +42,7 @@ class NcclLibraryTest {
     void everyAttemptOfTheSearchIsNamedWithItsError(@TempDir Path dir) throws Exception {
         Path present = java.nio.file.Files.writeString(dir.resolve("libnccl.so.2"), "not an ELF file");
         String absent = dir.resolve("nowhere/libnccl.so.2").toString();
-        Nccl.Resolution r = Nccl.resolve(null, List.of(absent, present.toString()), name -> {
+        LibraryLookup.Resolution r = Nccl.LOOKUP.resolve(null, List.of(absent, present.toString()), name -> {
             throw new UnsatisfiedLinkError("cannot open " + name);
         });
         assertNull(r.library());
