@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.jmscclpp.bootstrap.wire.Frame;
 import org.jmscclpp.bootstrap.wire.FrameDecoder;
 import org.jmscclpp.bootstrap.wire.FrameEncoder;
@@ -145,6 +146,16 @@ final class BootstrapRoot implements AutoCloseable {
         }
     }
 
+    /**
+     * How much earlier than the ranks a root started with {@code leftNanos} of a rank's deadline
+     * gives up: a tenth, between 50 ms and 2 s, so that its report naming the missing ranks reaches
+     * the ranks that wait before their own deadlines fire.
+     */
+    static long reportMargin(long leftNanos) {
+        long margin = Math.clamp(leftNanos / 10, TimeUnit.MILLISECONDS.toNanos(50), TimeUnit.SECONDS.toNanos(2));
+        return margin < leftNanos ? margin : 0;
+    }
+
     InetSocketAddress localAddress() {
         return (InetSocketAddress) listener.localAddress();
     }
@@ -250,6 +261,9 @@ final class BootstrapRoot implements AutoCloseable {
 
     private void onCheckIn(Channel ch, Frame frame) {
         ByteBuf in = frame.payload();
+        if (frame.kind() == Frame.FAILURE && gaveUp(ch, Failure.decode(frame.channel(), in))) {
+            return;
+        }
         if (frame.kind() != Frame.CHECK_IN || in.readableBytes() != 8 + AddressBook.ENTRY_BYTES) {
             LOG.log(Level.WARNING, "bootstrap root: dropping {0}: expected a check-in frame", ch.remoteAddress());
             ch.close();
@@ -351,25 +365,57 @@ final class BootstrapRoot implements AutoCloseable {
         }
     }
 
+    /**
+     * A rank that had checked in reports that its own deadline passed (it started earlier than the
+     * root, or its deadline is shorter): the job fails with TIMEOUT naming the missing ranks, not
+     * with that rank's disconnection. Returns false for a frame from a connection that is not a
+     * checked-in rank's.
+     */
+    private boolean gaveUp(Channel ch, JmscclppException report) {
+        int who = -1;
+        synchronized (this) {
+            for (int r = 0; r < expectedSize; r++) {
+                if (checkedIn[r] == ch) {
+                    who = r;
+                }
+            }
+        }
+        if (who < 0) {
+            return false;
+        }
+        LOG.log(Level.DEBUG, "bootstrap root: rank {0} gave up: {1}", who, report.getMessage());
+        fail(missingRanks("rank " + who + " stopped waiting at its own deadline"));
+        return true;
+    }
+
     private void expire() {
-        List<Integer> missing = new ArrayList<>();
         synchronized (this) {
             if (state != State.COLLECTING) {
                 return;
             }
+        }
+        fail(missingRanks("the root's deadline passed"));
+        close();
+    }
+
+    /** TIMEOUT naming the ranks that have not checked in (the first 32 of them), and why the root stops waiting. */
+    private JmscclppException missingRanks(String why) {
+        List<Integer> missing = new ArrayList<>();
+        int arrived;
+        synchronized (this) {
+            arrived = count;
             for (int r = 0; r < expectedSize && missing.size() < 32; r++) {
                 if (checkedIn[r] == null) {
                     missing.add(r);
                 }
             }
         }
-        JmscclppException e = JmscclppException.builder(ErrorCode.TIMEOUT, "only " + count + " of " + expectedSize
-                        + " ranks checked in within "
-                        + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos) + " ms; missing ranks "
-                        + missing + (expectedSize - count > missing.size() ? "..." : ""))
+        return JmscclppException.builder(ErrorCode.TIMEOUT, "only " + arrived + " of " + expectedSize
+                        + " ranks checked in within " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos)
+                        + " ms; never checked in: rank" + (missing.size() == 1 ? " " : "s ")
+                        + missing.stream().map(String::valueOf).collect(Collectors.joining(", "))
+                        + (expectedSize - arrived > missing.size() ? ", ..." : "") + " (" + why + ")")
                 .peer(missing.isEmpty() ? JmscclppException.NONE : missing.getFirst()).phase("root check-in").build();
-        fail(e);
-        close();
     }
 
     private void fail(JmscclppException e) {

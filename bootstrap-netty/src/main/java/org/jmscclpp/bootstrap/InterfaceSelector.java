@@ -178,6 +178,18 @@ public final class InterfaceSelector {
         return new InterfaceSelector(InterfaceNameFilter.parse(ifnameSpec), source, family, enumeration);
     }
 
+    /**
+     * Throws {@link ErrorCode#INVALID_USAGE} when an interface list is set and matches no usable
+     * interface of this host. Where an explicit root address decides the interface, the list does
+     * not choose it, but a list that matches nothing is a mistake (a typo, another host's names)
+     * all the same, and an error everywhere, never a silent no-op.
+     */
+    void requireListMatches() {
+        if (filter != null) {
+            byList(candidates(), filter);
+        }
+    }
+
     /** The family this selector asks for. */
     Family family() {
         return family;

@@ -99,6 +99,10 @@ public final class TcpBootstrap implements Bootstrap {
      * every rank): then each message costs a context switch, and collectives prefer fewer messages.
      */
     private volatile boolean crowded;
+    /** How errors name the root: rank 0's when the job started from an address, else by its address. */
+    private volatile String rootName = "the root";
+    /** 0 when rank 0 hosts the root (a job started from an address), else {@link JmscclppException#NONE}. */
+    private volatile int rootPeer = JmscclppException.NONE;
     /** Why the last connection attempt to the root failed; null once the root has answered. */
     private volatile @Nullable String rootUnreachable;
 
@@ -162,7 +166,7 @@ public final class TcpBootstrap implements Bootstrap {
         return Mono.defer(() -> {
             TcpUniqueId tid = TcpUniqueId.from(id);
             InterfaceSelector.Selected local = InterfaceSelector.of(options).select(tid.root().getAddress());
-            return start(tid, new InetSocketAddress(local.address(), 0), null);
+            return start(tid, new InetSocketAddress(local.address(), 0), null, false);
         });
     }
 
@@ -177,6 +181,7 @@ public final class TcpBootstrap implements Bootstrap {
             BootstrapAddress root = BootstrapAddress.parse(address);
             TcpUniqueId tid = TcpUniqueId.derived(root.socketAddress(), options.secret());
             InterfaceSelector selector = InterfaceSelector.of(options);
+            selector.requireListMatches();
             InetAddress rootIp = root.address();
             InterfaceSelector.Selected local;
             if (root.interfacePrefix() != null) {
@@ -186,11 +191,12 @@ public final class TcpBootstrap implements Bootstrap {
             } else {
                 local = selector.findBySubnet(rootIp).orElseGet(() -> selector.select(rootIp));
             }
-            return start(tid, new InetSocketAddress(local.address(), 0), rank == 0 ? root.socketAddress() : null);
+            return start(tid, new InetSocketAddress(local.address(), 0), rank == 0 ? root.socketAddress() : null, true);
         });
     }
 
-    private Mono<TcpBootstrap> start(TcpUniqueId id, InetSocketAddress listenAt, @Nullable InetSocketAddress rootAt) {
+    private Mono<TcpBootstrap> start(TcpUniqueId id, InetSocketAddress listenAt, @Nullable InetSocketAddress rootAt,
+                                     boolean rootOnRank0) {
         // The deadline counts from here: starting the event loops (native epoll, threads) is part
         // of initializing, and takes hundreds of milliseconds in a fresh JVM.
         long t0 = System.nanoTime();
@@ -199,6 +205,8 @@ public final class TcpBootstrap implements Bootstrap {
                 return Mono.error(usage("initialize", "initialize was already called (state " + state + ")"));
             }
             state = State.INITIALIZING;
+            rootName = (rootOnRank0 ? "rank 0's root at " : "the root at ") + id.root();
+            rootPeer = rootOnRank0 ? 0 : JmscclppException.NONE;
             group = EventLoops.acquire();
             mailboxes = new Mailboxes(group.next());
             links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), group, new LinkEvents());
@@ -239,8 +247,11 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     private void hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
+        // The root gives up a little before the ranks do, so that its report, which names the
+        // ranks that never checked in, reaches the waiting ranks before their own deadlines fire.
+        long left = deadline - System.nanoTime();
         BootstrapRoot root = BootstrapRoot.start(id.secret(), size, at,
-                Duration.ofNanos(Math.max(1, deadline - System.nanoTime())), deadline);
+                Duration.ofNanos(Math.max(1, left - BootstrapRoot.reportMargin(left))), deadline);
         synchronized (this) {
             if (state == State.CLOSED) {
                 root.close();
@@ -301,11 +312,12 @@ public final class TcpBootstrap implements Bootstrap {
         attemptCheckIn(id, listening, deadline, result, 5);
         return withDeadline(result, deadline, () -> {
             String unreachable = rootUnreachable;
-            return JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from the root at " + id.root() + " within "
+            return JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName + " within "
                             + options.initTimeout().toMillis() + " ms: " + (unreachable == null
-                            ? "not every rank checked in"
+                            ? "not every rank checked in (the root's report names the missing ranks)"
                             : "the root could not be reached (last attempt: " + unreachable + ")"))
-                    .rank(rank).phase("root check-in").build();
+                    .rank(rank).peer(unreachable == null ? JmscclppException.NONE : rootPeer)
+                    .phase("root check-in").build();
         });
     }
 
@@ -363,7 +375,16 @@ public final class TcpBootstrap implements Bootstrap {
                 return;
             }
             Channel ch = f.channel();
-            result.whenComplete((w, e) -> ch.close());
+            result.whenComplete((w, e) -> {
+                if (e instanceof JmscclppException j && j.code() == ErrorCode.TIMEOUT && answered.get()
+                        && ch.isActive()) {
+                    // Checked in, then this rank's own deadline passed: say so, so that the root
+                    // does not report a healthy rank as dead, and tells the others who is missing.
+                    LingeringClose.writeLastAndClose(ch, Frame.FAILURE, j.code().ordinal(), Failure.encode(j));
+                } else {
+                    ch.close();
+                }
+            });
             ch.closeFuture().addListener(c -> {
                 if (result.isDone()) {
                     return;
@@ -372,8 +393,9 @@ public final class TcpBootstrap implements Bootstrap {
                     retry.run();
                 } else {
                     result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                                    "the root at " + id.root() + " closed the connection before welcoming this rank")
-                            .rank(rank).phase("root check-in").build());
+                                    rootName + " closed the connection before welcoming this rank"
+                                            + (rootPeer == 0 ? " (rank 0 died or gave up?)" : " (the root's process died?)"))
+                            .rank(rank).peer(rootPeer).phase("root check-in").build());
                 }
             });
             ByteBuf out = ch.alloc().buffer(Preamble.BYTES + 16 + 8 + AddressBook.ENTRY_BYTES);

@@ -151,6 +151,27 @@ class InterfaceSelectorTest {
     }
 
     @Test
+    void aListThatMatchesNothingIsAnErrorEvenWhereAnExplicitRootAddressDecides() {
+        selector(LO, ETH1).requireListMatches();
+        selector("eth", null, LO, ETH1).requireListMatches();
+        JmscclppException e = assertThrows(JmscclppException.class,
+                () -> selector("nosuch0", null, LO, ETH1).requireListMatches());
+        assertEquals(ErrorCode.INVALID_USAGE, e.code());
+        assertTrue(e.detail().contains("MSCCLPP_SOCKET_IFNAME 'nosuch0' matches no usable interface"), e.detail());
+
+        // end to end: a loopback root address does not consult the list, yet the typo is reported
+        TcpBootstrap b = TcpBootstrap.create(0, 1, BootstrapOptions.builder().socketIfname("nosuch0").build());
+        try {
+            JmscclppException init = assertThrows(JmscclppException.class,
+                    () -> b.initialize("127.0.0.1:1").block(java.time.Duration.ofSeconds(30)));
+            assertEquals(ErrorCode.INVALID_USAGE, init.code());
+            assertTrue(init.detail().contains("'nosuch0'"), init.detail());
+        } finally {
+            b.close();
+        }
+    }
+
+    @Test
     void invalidListFailsAtConstruction() {
         JmscclppException e = assertThrows(JmscclppException.class, () -> selector("=", null, LO));
         assertEquals(ErrorCode.INVALID_USAGE, e.code());

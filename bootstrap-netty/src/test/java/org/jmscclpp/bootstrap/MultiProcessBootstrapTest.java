@@ -131,6 +131,61 @@ class MultiProcessBootstrapTest {
     }
 
     /**
+     * Ranks 0 and 1 of a 4-rank job start; ranks 2 and 3 never do. Both fail with TIMEOUT within
+     * their init deadline (plus 10%), and both errors name the ranks that never checked in: the root
+     * gives up a little before the ranks, so its report reaches them first.
+     */
+    @Test
+    void ranksThatNeverStartAreNamedByEveryRankThatWaited() {
+        RankProcesses job = jobs.open("never-started", RankMain.class);
+        long initTimeoutMs = 4_000;
+        String address = "127.0.0.1:" + freePort();
+        for (int r = 0; r < 2; r++) {
+            job.start(r, args(r, 4, "mode=address", "address=" + address, "scenario=checks",
+                    "init-timeout-ms=" + initTimeoutMs), Map.of());
+        }
+        List<String> problems = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            Failed f = Failed.parse(job.awaitLineStartingWith(r, "FAILED ", START.plusMillis(initTimeoutMs)));
+            System.out.printf("never-started: rank %d failed after %d ms: %s%n", r, f.elapsedMs, f.line);
+            if (!f.code.equals("TIMEOUT") || !f.message.contains("never checked in: ranks 2, 3")) {
+                problems.add("rank " + r + " does not say that ranks 2 and 3 never checked in: " + f.line);
+            }
+            if (f.elapsedMs > initTimeoutMs * 11 / 10) {
+                problems.add("rank " + r + " failed after " + f.elapsedMs + " ms, deadline " + initTimeoutMs
+                        + " ms + 10%: " + f.line);
+            }
+            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, Duration.ofSeconds(10)), "exit code of rank " + r);
+        }
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+    }
+
+    /**
+     * Rank 0 hosts the root of a job started from an address. Killed while rank 1 waits for its
+     * welcome, it is named as rank 0 (the peer of rank 1's REMOTE_ERROR), not only by the root's
+     * address, and rank 1 fails at once rather than at its deadline.
+     */
+    @Test
+    void aRootKilledDuringCheckInIsNamedAsRankZero() {
+        RankProcesses job = jobs.open("root-killed", RankMain.class);
+        long initTimeoutMs = 20_000;
+        String address = "127.0.0.1:" + freePort();
+        for (int r = 0; r < 2; r++) {
+            job.start(r, args(r, 3, "mode=address", "address=" + address, "scenario=checks",
+                    "init-timeout-ms=" + initTimeoutMs), Map.of());
+        }
+        job.awaitLine(1, s -> s.contains("rank 1: checked in with the root"), START);
+        job.kill(0);
+        Failed f = Failed.parse(job.awaitLineStartingWith(1, "FAILED ", START));
+        System.out.printf("root-killed: rank 1 failed after %d ms: %s%n", f.elapsedMs, f.line);
+        assertEquals("REMOTE_ERROR", f.code, f.line);
+        assertEquals("0", f.peer, f.line);
+        assertTrue(f.message.contains("rank 0's root at"), f.line);
+        assertTrue(f.elapsedMs < initTimeoutMs / 2, "rank 1 waited for its deadline: " + f.line);
+        assertEquals(RankMain.EXIT_FAILED, job.waitFor(1, Duration.ofSeconds(10)));
+    }
+
+    /**
      * Four ranks all-gather in a loop; rank 2 is killed. Every survivor fails within the operation
      * deadline (plus 10%) of the kill with an error naming rank 2, and exits.
      */
