@@ -618,6 +618,11 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     @Override
+    public Mono<JmscclppException> failure() {
+        return Mono.fromFuture(failed, true);
+    }
+
+    @Override
     public void close() {
         close(null);
     }

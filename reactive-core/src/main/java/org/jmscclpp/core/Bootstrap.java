@@ -89,6 +89,18 @@ public interface Bootstrap extends AutoCloseable {
      */
     void abort(String reason);
 
+    /**
+     * Emits the job's first failure as this rank learns it: a peer that died
+     * ({@link ErrorCode#REMOTE_ERROR} naming it), an {@link #abort} here or on a peer
+     * ({@link ErrorCode#ABORTED}), or this bootstrap's {@link #close()}. Never completes while the
+     * job is healthy; cancelling the subscription only stops listening. A {@link Communicator}
+     * raises its {@link AbortSignal} with it. The default never emits, for implementations that
+     * cannot tell.
+     */
+    default Mono<JmscclppException> failure() {
+        return Mono.never();
+    }
+
     /** Releases every socket, thread and buffer. Pending operations fail; calling it twice is harmless. */
     @Override
     void close();

@@ -19,6 +19,7 @@ import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.TransportProviders;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -80,10 +81,15 @@ public final class Communicator implements AutoCloseable {
     /** Transport providers' sessions, opened on first use; also in {@link #owned}. Guarded by lock. */
     private final Map<TransportProvider, TransportProvider.Session> sessions = new HashMap<>();
     private boolean closed;
+    private final AbortSignal abortSignal = AbortSignal.create();
+    private final Disposable failureWatch;
 
     private Communicator(Bootstrap bootstrap, Backend backend) {
         this.bootstrap = bootstrap;
         this.backend = backend;
+        // The bootstrap hears first of a dead peer or an abort anywhere in the job; the signal
+        // carries it to every wait of this communicator's semaphores, channels and proxies.
+        this.failureWatch = bootstrap.failure().subscribe(abortSignal::raise, e -> { });
     }
 
     /** A communicator for the ranks of {@code bootstrap}, moving memory of {@code backend}. */
@@ -105,6 +111,29 @@ public final class Communicator implements AutoCloseable {
 
     public int size() {
         return bootstrap.size();
+    }
+
+    /**
+     * The job's abort signal as this rank sees it: raised with the first failure the bootstrap
+     * reports (a dead peer, an abort on any rank) or by {@link #abort(String)}. Every wait of the
+     * semaphores, channels and proxies this communicator set up, and of collective communicators
+     * built on it, ends with its cause.
+     */
+    public AbortSignal abortSignal() {
+        return abortSignal;
+    }
+
+    /**
+     * Aborts the job, as NCCL's {@code ncclCommAbort}: raises {@link #abortSignal()} here (every
+     * wait of this rank ends with {@link ErrorCode#ABORTED} naming this rank) and aborts the
+     * bootstrap, which tells every peer still reachable, whose communicators do the same. Returns
+     * at once; close the communicator afterwards. Calling it again, or after a failure, changes
+     * nothing but the bootstrap's relay.
+     */
+    public void abort(String reason) {
+        abortSignal.raise(JmscclppException.builder(ErrorCode.ABORTED, "rank " + rank() + " aborted the job: " + reason)
+                .rank(rank()).peer(rank()).phase("abort").build());
+        bootstrap.abort(reason);
     }
 
     // ------------------------------------------------------------------------------------------
@@ -333,6 +362,7 @@ public final class Communicator implements AutoCloseable {
                 return;
             }
             closed = true;
+            failureWatch.dispose();
             toClose = new ArrayList<>(owned);
             owned.clear();
             queued.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED, "the communicator was closed before "
@@ -671,7 +701,7 @@ public final class Communicator implements AutoCloseable {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before the local token was made");
                 }
                 RegisteredMemory remote = RegisteredMemory.deserialize(bytes, backend);
-                return own(new Semaphore(connection, t, m, remote));
+                return own(new Semaphore(connection, t, m, remote, abortSignal));
             }).doOnError(e -> release());
         }
 

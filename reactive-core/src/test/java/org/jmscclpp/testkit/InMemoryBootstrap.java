@@ -167,6 +167,13 @@ public final class InMemoryBootstrap implements Bootstrap {
         group.abort(rank, Objects.requireNonNull(reason, "reason"));
     }
 
+    /** Emits the group's abort (ABORTED, naming the rank that aborted); a peer's close is not a failure here. */
+    @Override
+    public Mono<JmscclppException> failure() {
+        return group.whenAborted().map(a -> JmscclppException.builder(ErrorCode.ABORTED, InMemoryGroup.abortDetail(a))
+                .rank(rank).peer(a.byRank()).phase("abort").build());
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -6,6 +6,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jmscclpp.core.ErrorCode;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * What the ranks of one {@link InMemoryBootstrap} group share: the mailboxes of every
@@ -28,6 +30,7 @@ final class InMemoryGroup {
     private final Map<Route, InMemoryMailbox> mailboxes = new ConcurrentHashMap<>();
     private final Map<Long, InMemoryRound> rounds = new ConcurrentHashMap<>();
     private final AtomicReference<@Nullable Abort> abort = new AtomicReference<>();
+    private final Sinks.One<Abort> aborts = Sinks.one();
 
     InMemoryGroup(int size, int ranksPerNode) {
         this.size = size;
@@ -61,6 +64,11 @@ final class InMemoryGroup {
         return rounds.computeIfAbsent(seq, k -> new InMemoryRound(k, size, this::isClosed, () -> rounds.remove(k)));
     }
 
+    /** Emits the group's abort once it happens. */
+    Mono<Abort> whenAborted() {
+        return aborts.asMono();
+    }
+
     @Nullable Abort aborted() {
         return abort.get();
     }
@@ -69,6 +77,7 @@ final class InMemoryGroup {
     void abort(int byRank, String reason) {
         Abort a = new Abort(byRank, reason);
         if (abort.compareAndSet(null, a)) {
+            aborts.tryEmitValue(a);
             for (InMemoryBootstrap m : members) {
                 m.failPending(op -> op.error(ErrorCode.ABORTED, abortDetail(a)));
             }

@@ -123,6 +123,11 @@ final class CorruptingComm implements CollectiveComm {
     }
 
     @Override
+    public void abort(String reason) {
+        comm.abort(reason);
+    }
+
+    @Override
     public void close() {
         comm.close();
     }

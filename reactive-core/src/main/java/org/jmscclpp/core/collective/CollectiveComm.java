@@ -162,6 +162,14 @@ public interface CollectiveComm extends AutoCloseable {
     Optional<JmscclppException> failure();
 
     /**
+     * Aborts the job ({@link org.jmscclpp.core.Communicator#abort(String)} of the communicator this
+     * one was built on): the calls in flight here end with {@link ErrorCode#ABORTED}, and on every
+     * other rank, whose bootstrap hears of it, with ABORTED naming this rank, also where a kernel
+     * waits for a peer. Returns at once; close this communicator afterwards.
+     */
+    void abort(String reason);
+
+    /**
      * Waits (up to the deadline) for the calls already issued, then releases the connections,
      * scratch memory, registrations and threads. Later calls fail with INVALID_USAGE. Idempotent.
      */

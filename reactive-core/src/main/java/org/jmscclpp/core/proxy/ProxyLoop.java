@@ -67,6 +67,7 @@ final class ProxyLoop implements Runnable {
     private volatile long stopDeadline;
     private volatile @Nullable Thread thread;
     private volatile @Nullable JmscclppException failure;
+    private volatile @Nullable JmscclppException abortRequest;
 
     // confined to the poller thread
     private final long[] words = new long[2];
@@ -115,6 +116,21 @@ final class ProxyLoop implements Runnable {
         if (!stopRequested.get()) {
             stopDeadline = deadlineNanos;
             stopRequested.set(true);
+        }
+        Thread t = thread;
+        if (t != null) {
+            LockSupport.unpark(t);
+        }
+    }
+
+    /**
+     * The job failed: the loop fails with {@code cause} at its next look (as a failed trigger
+     * would), so producers, port-channel waits and device-side waits, which read the fifo's state,
+     * end at once instead of at their deadlines. The first request holds. Any thread.
+     */
+    void abort(JmscclppException cause) {
+        if (abortRequest == null) {
+            abortRequest = cause;
         }
         Thread t = thread;
         if (t != null) {
@@ -186,6 +202,12 @@ final class ProxyLoop implements Runnable {
         while (!stopRequested.get()) {
             boolean progress = progressFlushes(self);
             if (failure != null) {
+                return;
+            }
+            JmscclppException aborted = abortRequest;
+            if (aborted != null) {
+                fail(JmscclppException.builder(aborted.code(), "the proxy stopped: " + aborted.detail())
+                        .rank(aborted.rank()).peer(aborted.peer()).phase("proxy").cause(aborted).build(), fifo.tail());
                 return;
             }
             if (fifo.poll(words) && roomFor(words[1])) {

@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
@@ -22,6 +23,7 @@ import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -100,6 +102,8 @@ public final class ProxyService implements AutoCloseable {
     private final AtomicReferenceArray<@Nullable Entry> semaphores =
             new AtomicReferenceArray<>(ProxyTrigger.MAX_SEMAPHORE_ID + 1);
     private final Map<Connection, FlushLane> lanes = new IdentityHashMap<>();
+    /** The abort signals of the communicators whose semaphores were added: raising one fails the loop. */
+    private final Map<AbortSignal, Disposable> abortWatches = new IdentityHashMap<>();
     private final Object lock = new Object();
     private final ProxyLoop loop;
     private final Flux<FlushCompletion> flushes;
@@ -175,6 +179,10 @@ public final class ProxyService implements AutoCloseable {
                         + " semaphores (a trigger's semaphoreId has 10 bits)");
             }
             Connection connection = semaphore.semaphore().connection();
+            AbortSignal signal = semaphore.semaphore().abortSignal();
+            if (signal != AbortSignal.NEVER && !abortWatches.containsKey(signal)) {
+                abortWatches.put(signal, signal.onRaise(loop::abort));
+            }
             FlushLane lane = lanes.computeIfAbsent(connection, FlushLane::new);
             SemaphoreId id = new SemaphoreId(semaphoreCount++);
             semaphores.set(id.value(), new Entry(id, semaphore, connection, lane));
@@ -343,6 +351,8 @@ public final class ProxyService implements AutoCloseable {
             }
             closed = true;
             t = thread;
+            abortWatches.values().forEach(Disposable::dispose);
+            abortWatches.clear();
         }
         requestStop(DEFAULT_STOP_TIMEOUT);
         if (t == Thread.currentThread()) {

@@ -2,6 +2,7 @@ package org.jmscclpp.core.semaphore;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -54,7 +55,8 @@ public final class Host2DeviceSemaphore implements AutoCloseable {
 
     /** The handle device code waits with: this rank's inbound token and expected-inbound word. */
     public DeviceHandle deviceHandle() {
-        return new DeviceHandle(semaphore.localMemory().buffer(), expected, semaphore.connection().context());
+        return new DeviceHandle(semaphore.localMemory().buffer(), expected, semaphore.connection().context(),
+                semaphore.abortSignal());
     }
 
     @Override
@@ -71,9 +73,9 @@ public final class Host2DeviceSemaphore implements AutoCloseable {
         private final long inboundAddress;
         private final long expectedAddress;
 
-        DeviceHandle(DeviceBuffer inbound, DeviceBuffer expected, ConnectionContext context) {
+        DeviceHandle(DeviceBuffer inbound, DeviceBuffer expected, ConnectionContext context, AbortSignal abortSignal) {
             super(inbound.hostAccessible() ? inbound.hostSegment() : null,
-                    expected.hostAccessible() ? expected.hostSegment() : null, context);
+                    expected.hostAccessible() ? expected.hostSegment() : null, context, abortSignal);
             this.inboundAddress = inbound.address();
             this.expectedAddress = expected.address();
         }

@@ -81,7 +81,8 @@ public final class Host2HostSemaphore {
         return Mono.defer(() -> {
             long target = expected.get() + 1;
             ConnectionContext ctx = semaphore.connection().context();
-            return Waiting.until(() -> Tokens.acquire(inbound, 0) >= target, timeout,
+            return Waiting.until(semaphore.abortSignal().guard(() -> Tokens.acquire(inbound, 0) >= target,
+                            ctx.rank(), ctx.remoteRank(), "semaphore wait"), timeout,
                     () -> JmscclppException.builder(ErrorCode.TIMEOUT, "no signal " + target + " within "
                             + timeout.toMillis() + " ms (inbound token is " + Tokens.acquire(inbound, 0) + ")")
                             .rank(ctx.rank()).peer(ctx.remoteRank()).tag(ctx.tag()).phase("semaphore wait").build())

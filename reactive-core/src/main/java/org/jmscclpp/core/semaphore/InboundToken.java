@@ -3,6 +3,7 @@ package org.jmscclpp.core.semaphore;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -24,12 +25,18 @@ abstract class InboundToken {
     private final @Nullable MemorySegment inboundSegment;
     private final @Nullable MemorySegment expectedSegment;
     final ConnectionContext context;
+    private final AbortSignal abortSignal;
 
-    /** Null segments stand for device memory the host cannot touch: such a handle only encodes. */
-    InboundToken(@Nullable MemorySegment inbound, @Nullable MemorySegment expected, ConnectionContext context) {
+    /**
+     * Null segments stand for device memory the host cannot touch: such a handle only encodes.
+     * Waits end with the cause of {@code abortSignal} once it is raised.
+     */
+    InboundToken(@Nullable MemorySegment inbound, @Nullable MemorySegment expected, ConnectionContext context,
+                 AbortSignal abortSignal) {
         this.inboundSegment = inbound;
         this.expectedSegment = expected;
         this.context = context;
+        this.abortSignal = abortSignal;
     }
 
     private MemorySegment inbound() {
@@ -85,9 +92,9 @@ abstract class InboundToken {
         MemorySegment inbound = inbound();
         long target = Tokens.plain(expected(), 0) + 1;
         BooleanSupplier arrivedNow = () -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target;
-        boolean arrived = Waiting.await(abandoned == null ? arrivedNow
+        boolean arrived = Waiting.await(abortSignal.guard(abandoned == null ? arrivedNow
                         : () -> arrivedNow.getAsBoolean() || abandoned.getAsBoolean(),
-                Waiting.deadline(timeout));
+                context.rank(), context.remoteRank(), "device semaphore wait"), Waiting.deadline(timeout));
         if (arrived && abandoned != null && !arrivedNow.getAsBoolean()) {
             return false;
         }

@@ -2,6 +2,7 @@ package org.jmscclpp.core.semaphore;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
@@ -55,7 +56,7 @@ public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
     /** The handle device code signals and waits with. */
     public DeviceHandle deviceHandle() {
         return new DeviceHandle(semaphore.localMemory().buffer(), semaphore.remoteMemory().buffer(), expected,
-                semaphore.connection().context());
+                semaphore.connection().context(), semaphore.abortSignal());
     }
 
     @Override
@@ -75,8 +76,14 @@ public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
         private final long expectedAddress;
 
         public DeviceHandle(DeviceBuffer inbound, DeviceBuffer remoteInbound, DeviceBuffer expected, ConnectionContext context) {
+            this(inbound, remoteInbound, expected, context, AbortSignal.NEVER);
+        }
+
+        /** As the other constructor; waits also end with the cause of {@code abortSignal} once it is raised. */
+        public DeviceHandle(DeviceBuffer inbound, DeviceBuffer remoteInbound, DeviceBuffer expected, ConnectionContext context,
+                            AbortSignal abortSignal) {
             super(inbound.hostAccessible() ? inbound.hostSegment() : null,
-                    expected.hostAccessible() ? expected.hostSegment() : null, context);
+                    expected.hostAccessible() ? expected.hostSegment() : null, context, abortSignal);
             this.remoteInbound = remoteInbound.hostAccessible() ? remoteInbound.hostSegment() : null;
             this.inboundAddress = inbound.address();
             this.remoteInboundAddress = remoteInbound.address();

@@ -1,6 +1,7 @@
 package org.jmscclpp.core.semaphore;
 
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
@@ -29,12 +30,26 @@ public final class Semaphore implements AutoCloseable {
     private final DeviceBuffer localToken;
     private final RegisteredMemory remoteMemory;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AbortSignal abortSignal;
 
+    /** A semaphore whose waits end only at their deadlines (made outside a communicator). */
     public Semaphore(Connection connection, DeviceBuffer localToken, RegisteredMemory localMemory, RegisteredMemory remoteMemory) {
+        this(connection, localToken, localMemory, remoteMemory, AbortSignal.NEVER);
+    }
+
+    /** A semaphore whose waits also end, with its cause, once {@code abortSignal} is raised. */
+    public Semaphore(Connection connection, DeviceBuffer localToken, RegisteredMemory localMemory,
+                     RegisteredMemory remoteMemory, AbortSignal abortSignal) {
         this.connection = connection;
         this.localToken = localToken;
         this.localMemory = localMemory;
         this.remoteMemory = remoteMemory;
+        this.abortSignal = abortSignal;
+    }
+
+    /** The job's abort signal (its communicator's), which ends every wait on this semaphore. */
+    public AbortSignal abortSignal() {
+        return abortSignal;
     }
 
     /** The connection whose transport carries the signals. */
