@@ -131,6 +131,11 @@ final class CommunicatorRankMain {
                 case "basic-write", "die-before-setup" -> r.basicWrite();
                 case "host-semaphores" -> r.writeWithHostSemaphores();
                 case "device-semaphores" -> r.writeWithDeviceSemaphores();
+                case "die-in-waits" -> {
+                    if (r.waitOnAVictim(victim)) {
+                        return EXIT_NOT_KILLED;
+                    }
+                }
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
             RankMain.say("OK " + scenario);
@@ -186,6 +191,42 @@ final class CommunicatorRankMain {
             }
             remote.put(p, mems);
         }
+    }
+
+    /**
+     * Every rank builds host and device semaphores with every peer; then the victim reports
+     * {@code ready-to-die} and waits to be killed (returns true if nobody did), while each survivor
+     * reports {@code WAITING} and waits for a signal from the victim that never comes: even ranks on
+     * the host semaphore, odd ranks on the device handle from a thread standing in for a kernel.
+     * Each wait's own deadline is the setup timeout; the victim's death must end it much sooner.
+     */
+    private boolean waitOnAVictim(int victim) throws InterruptedException {
+        Map<Integer, Host2HostSemaphore> host = collect(p -> Host2HostSemaphore.build(comm, connections.get(p)));
+        Map<Integer, Host2DeviceSemaphore> device = collect(p -> Host2DeviceSemaphore.build(comm, connections.get(p)));
+        if (rank == victim) {
+            RankMain.say("ready-to-die");
+            new CountDownLatch(1).await(VICTIM_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            return true;
+        }
+        RankMain.say("WAITING");
+        setupStart = System.nanoTime();
+        if (rank % 2 == 0) {
+            host.get(victim).wait(timeout).block(timeout.plusSeconds(10));
+        } else {
+            AtomicReference<@Nullable Throwable> kernelError = new AtomicReference<>();
+            Thread kernel = Thread.ofPlatform().name("kernel-rank-" + rank).start(() -> {
+                try {
+                    device.get(victim).deviceHandle().wait(timeout);
+                } catch (Throwable t) {
+                    kernelError.set(t);
+                }
+            });
+            kernel.join(timeout.plusSeconds(10));
+            if (kernelError.get() instanceof JmscclppException je) {
+                throw je;
+            }
+        }
+        throw new AssertionError("rank " + rank + ": a signal arrived from rank " + victim + ", which never sent one");
     }
 
     /** MSCCL++'s BasicWrite: write my slices everywhere, flush, barrier, check everything. */

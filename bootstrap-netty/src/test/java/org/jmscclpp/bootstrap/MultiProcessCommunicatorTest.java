@@ -130,6 +130,47 @@ class MultiProcessCommunicatorTest {
     }
 
     /**
+     * Every rank builds host and device semaphores with every peer; the survivors then wait (host
+     * semaphore on even ranks, a device handle on a kernel thread on odd ranks) for a signal from
+     * the last rank, which is killed with SIGKILL. Every wait ends with REMOTE_ERROR naming it within
+     * a fraction of the wait's own 30 s deadline: the bootstrap's news reaches the waits through the
+     * communicator's abort signal.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 4})
+    void aPeerKilledWhileTheOthersWaitForItsSignalEndsEveryWaitNamingIt(int n) throws IOException {
+        long waitTimeoutMs = 30_000;
+        int victim = n - 1;
+        RankProcesses job = start("die-in-waits", n, "setup-timeout-ms=" + waitTimeoutMs);
+        job.awaitLine(victim, "ready-to-die"::equals, START);
+        for (int r = 0; r < victim; r++) {
+            job.awaitLine(r, "WAITING"::equals, START);
+        }
+        long killedAt = System.nanoTime();
+        job.kill(victim);
+        assertNotEquals(0, job.waitFor(victim, EXIT), "rank " + victim + " was killed");
+
+        List<String> problems = new ArrayList<>();
+        for (int r = 0; r < victim; r++) {
+            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(waitTimeoutMs * 2));
+            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
+            long sinceKillMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - killedAt);
+            System.out.printf("killed-while-waited-for n=%d: rank %d failed %d ms after the kill: %s%n",
+                    n, r, sinceKillMs, f.line());
+            if (!f.code().equals("REMOTE_ERROR") || !f.names(victim)) {
+                problems.add("rank " + r + " did not fail with REMOTE_ERROR naming rank " + victim + ": " + f.line());
+            }
+            if (sinceKillMs > waitTimeoutMs / 3) {
+                problems.add("rank " + r + " failed " + sinceKillMs + " ms after the kill; the wait's deadline is "
+                        + waitTimeoutMs + " ms: " + f.line());
+            }
+            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        // (the victim's shared-memory files stay: SIGKILL runs no exit hook)
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+    }
+
+    /**
      * MSCCL++'s PortChannelOneToOneTest.PingPong and PingPongWithPoll between two rank processes
      * ({@link PortChannelRankMain}), each with its own proxy service of {@code poller}: 1, 1K, 1M
      * and 4M ints, every element checked every turn, first with {@code wait()}, then spinning on

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import org.jmscclpp.core.Bootstrap;
+import org.jmscclpp.core.AbortSignal;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
@@ -57,6 +58,7 @@ public final class PortChannel {
     private final MemorySegment flushed;
     private final long flushedOffset;
     private final ConnectionContext context;
+    private final AbortSignal abortSignal;
 
     public PortChannel(ProxyService service, ProxyService.Entry entry, RegisteredMemory dstMemory, MemoryId dst,
                 RegisteredMemory srcMemory, MemoryId src, FifoProducer producer) {
@@ -71,6 +73,7 @@ public final class PortChannel {
         this.flushed = service.flushedSegment();
         this.flushedOffset = (long) semaphoreId.value() * Long.BYTES;
         this.context = entry.connection().context();
+        this.abortSignal = entry.semaphore().semaphore().abortSignal();
     }
 
     public SemaphoreId semaphoreId() {
@@ -258,6 +261,9 @@ public final class PortChannel {
         try {
             return producer.push(trigger, Waiting.bounded(timeout));
         } catch (JmscclppException e) {
+            if (e.code() == ErrorCode.ABORTED || e.code() == ErrorCode.REMOTE_ERROR) {
+                abortSignal.throwIfRaised(context.rank(), context.remoteRank(), "port channel " + phase);
+            }
             throw located(e, phase);
         }
     }
@@ -292,8 +298,12 @@ public final class PortChannel {
         return Waiting.deadline(timeout);
     }
 
-    /** The error for a proxy that stopped or failed, with the failure (when in this process) as the cause. */
+    /**
+     * The error for a proxy that stopped or failed, with the failure (when in this process) as the
+     * cause; the job's abort, which fails the proxy, is reported as itself.
+     */
     private JmscclppException gone(long state, String phase) {
+        abortSignal.throwIfRaised(context.rank(), context.remoteRank(), "port channel " + phase);
         JmscclppException e = producer.proxyGone(state, phase);
         return JmscclppException.builder(e.code(), e.detail()).rank(context.rank()).peer(context.remoteRank())
                 .tag(context.tag()).phase("port channel " + phase).cause(service.failure()).build();

@@ -25,6 +25,7 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.TransportFlags;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -35,14 +36,16 @@ import reactor.core.scheduler.Schedulers;
  * argument checks, the algorithm choice (call override, {@link CollectiveOptions#algorithms()},
  * {@link TuningTable}, the kind's default), {@link CallDescriptor}s, issue order, the sticky
  * failure, buffer registration with every peer, and a watch on the communicator's abort signal
- * (a dead peer, an abort anywhere in the job). Engines implement {@link #execute}, {@link #checkBuffer}, {@link #registrationTransports}
- * and {@link #release}. SPI for the engines of other modules; not an application API.
+ * (a dead peer, an abort anywhere in the job) and on every peer's departure. Engines implement
+ * {@link #execute}, {@link #checkBuffer}, {@link #registrationTransports} and {@link #release}. SPI for the engines of other modules; not an application API.
  */
 public abstract class AbstractCollectiveComm implements CollectiveComm {
 
-    /** Bootstrap tags of the registration exchanges: this prefix | the options' tag. */
+    /** Bootstrap tags of the registration exchanges and of the departure watch: this prefix | the options' tag. */
     private static final int REGISTRATION_TAGS = 0x4B000000;
-
+    private static final int WATCH_TAGS = 0x4C000000;
+    /** The deadline of the watch's receive, renewed when it passes: the watch lasts as long as the communicator. */
+    private static final Duration WATCH_PERIOD = Duration.ofDays(1);
 
     /** One registration of this rank's buffer (index as every rank numbers it) and every peer's memory of that index, mapped here. */
     public record Registration(int index, DeviceBuffer buffer, RegisteredMemory memory,
@@ -195,21 +198,44 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     // for engines
 
     /**
-     * Starts the watch that reports the job's failure: the communicator's {@link AbortSignal},
-     * which its bootstrap raises with REMOTE_ERROR when a peer dies and with ABORTED when any rank
-     * aborts. Engines call it at the end of a successful setup.
+     * Starts the watch that reports a peer's departure or the job's failure: the communicator's
+     * {@link org.jmscclpp.core.AbortSignal} (a dead peer, an abort on any rank), and a receive from
+     * every peer that no one ever sends to, which the bootstrap also fails when that peer closes
+     * its bootstrap in good order (a rank that gave up on an error and exited cleanly must not
+     * leave the others waiting for its signals). Engines call it at the end of a successful setup.
      */
     protected final void startWatch() {
         if (size < 2) {
             return;
         }
-        Disposable d = communicator.abortSignal().onRaise(e -> {
+        Bootstrap bootstrap = communicator.bootstrap();
+        int tag = WATCH_TAGS | options.tag();
+        List<Mono<Void>> peers = new ArrayList<>();
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            int peer = p;
+            // a receive that passes its deadline is renewed; any other end of it is the news
+            peers.add(Mono.defer(() -> bootstrap.recv(peer, tag, WATCH_PERIOD))
+                    .onErrorResume(e -> e instanceof JmscclppException j && j.code() == ErrorCode.TIMEOUT,
+                            e -> Mono.empty())
+                    .repeat().then());
+        }
+        Disposable aborted = communicator.abortSignal().onRaise(e -> {
             if (!closed && peerFailure == null) {
                 peerFailure = e.rank() == rank ? e : e.withRank(rank);
             }
         });
         synchronized (lock) {
-            watch = d;
+            watch = Disposables.composite(aborted, Flux.merge(Flux.fromIterable(peers).map(m -> m.onErrorResume(e -> {
+                if (!closed && peerFailure == null) {
+                    peerFailure = e instanceof JmscclppException j ? j.withRank(rank)
+                            : JmscclppException.builder(ErrorCode.REMOTE_ERROR, "the bootstrap failed: " + e)
+                            .rank(rank).phase("collective").cause(e).build();
+                }
+                return Mono.empty();
+            }))).subscribe());
         }
     }
 
