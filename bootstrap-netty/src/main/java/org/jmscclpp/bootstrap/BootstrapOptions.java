@@ -127,6 +127,18 @@ public final class BootstrapOptions {
         return secret;
     }
 
+    /** A builder that starts from these options. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.initTimeout = initTimeout;
+        b.operationTimeout = operationTimeout;
+        b.maxFrameBytes = maxFrameBytes;
+        b.socketIfname = socketIfname;
+        b.socketFamily = socketFamily;
+        b.secret = secret;
+        return b;
+    }
+
     /** Builder of {@link BootstrapOptions}. */
     public static final class Builder {
         private Duration initTimeout = Bootstrap.DEFAULT_TIMEOUT;

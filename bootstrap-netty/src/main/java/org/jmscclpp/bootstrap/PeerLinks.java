@@ -253,6 +253,19 @@ final class PeerLinks {
     }
 
     /**
+     * Stops accepting connections (connections already made stay), so that the listening port is
+     * free for another socket: a shrunk job's root binds it. Returns the close future.
+     */
+    io.netty.util.concurrent.Future<?> closeListener() {
+        Channel l;
+        synchronized (this) {
+            l = listener;
+            listener = null;
+        }
+        return l == null ? group.next().newSucceededFuture(null) : l.close();
+    }
+
+    /**
      * Sends a goodbye on every connection and closes them and the listener; returns the close
      * futures so the caller can wait for them where it may block.
      */

@@ -16,6 +16,7 @@ import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -89,6 +90,9 @@ public final class TcpBootstrap implements Bootstrap {
     private @Nullable PeerLinks links;
     private @Nullable BootstrapRoot ownedRoot;
     private @Nullable TcpUniqueId ownedId;
+    /** The id this bootstrap joined with (its root and secret), once initializing. */
+    private @Nullable TcpUniqueId jobId;
+    private boolean shrunk;
     private @Nullable CompletableFuture<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
     /** Completes when {@link #failure} is set. */
@@ -210,6 +214,7 @@ public final class TcpBootstrap implements Bootstrap {
             group = EventLoops.acquire();
             mailboxes = new Mailboxes(group.next());
             links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), group, new LinkEvents());
+            jobId = id;
         }
         long deadline = t0 + options.initTimeout().toNanos();
         long[] marks = new long[3];
@@ -615,6 +620,76 @@ public final class TcpBootstrap implements Bootstrap {
     public void abort(String reason) {
         fail(JmscclppException.builder(ErrorCode.ABORTED, "aborted on rank " + rank + ": " + reason)
                 .rank(rank).phase("abort").build(), true);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>No message is needed, so it works whatever the old job's state: the lowest surviving rank
+     * closes its listening socket and runs the new job's root on that address, which every
+     * survivor knows from the address book; the new job's secret is derived from the old one and
+     * the excluded set (HMAC-SHA256), so survivors that disagree on the set cannot join each other
+     * and time out in root check-in.
+     */
+    @Override
+    public Mono<TcpBootstrap> shrink(java.util.Collection<Integer> excludedRanks, Duration timeout) {
+        return Mono.defer(() -> {
+            java.util.TreeSet<Integer> excluded = new java.util.TreeSet<>(excludedRanks);
+            for (int r : excluded) {
+                checkPeer(r, "shrink", "excluded rank");
+            }
+            if (excluded.contains(rank)) {
+                throw usage("shrink", "this rank is in the excluded set " + excluded);
+            }
+            AddressBook b;
+            TcpUniqueId id;
+            synchronized (this) {
+                if (book == null || jobId == null || state == State.NEW || state == State.INITIALIZING) {
+                    throw usage("shrink", "shrink needs an initialized bootstrap (state " + state + ")");
+                }
+                if (shrunk) {
+                    throw usage("shrink", "this bootstrap was shrunk already; shrink the new one");
+                }
+                shrunk = true;
+                b = book;
+                id = jobId;
+            }
+            List<Integer> survivors = new ArrayList<>();
+            for (int r = 0; r < size; r++) {
+                if (!excluded.contains(r)) {
+                    survivors.add(r);
+                }
+            }
+            int leader = survivors.getFirst();
+            InetSocketAddress rootAt = Objects.requireNonNull(b.address(leader), "leader address");
+            TcpUniqueId next = new TcpUniqueId(rootAt, shrunkSecret(id.secret(), size, excluded));
+            TcpBootstrap nb = create(survivors.indexOf(rank), survivors.size(),
+                    options.toBuilder().initTimeout(timeout).build());
+            Mono<Void> freePort = rank != leader || links == null ? Mono.empty()
+                    : Mono.<Void>create(sink -> links().closeListener().addListener(f -> sink.success()));
+            LOG.log(Level.INFO, "rank {0}: shrinking to the {1} ranks without {2}; rank {3} runs the root at {4}",
+                    rank, survivors.size(), excluded, leader, rootAt);
+            return freePort.then(nb.start(next, new InetSocketAddress(Objects.requireNonNull(b.address(rank))
+                    .getAddress(), 0), rank == leader ? rootAt : null, true));
+        });
+    }
+
+    /** The secret of the job shrunk from one of {@code size} ranks with {@code secret} by leaving out {@code excluded}. */
+    static byte[] shrunkSecret(byte[] secret, int size, java.util.SortedSet<Integer> excluded) {
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(secret, "HmacSHA256"));
+            ByteBuf in = Unpooled.buffer(32 + 4 * excluded.size());
+            in.writeBytes("jmscclpp shrink 1".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            in.writeIntLE(size);
+            excluded.forEach(in::writeIntLE);
+            mac.update(in.nioBuffer());
+            byte[] out = mac.doFinal();
+            return java.util.Arrays.copyOf(out, secret.length);
+        } catch (java.security.GeneralSecurityException e) {
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "HmacSHA256 is not available: " + e)
+                    .phase("shrink").cause(e).build();
+        }
     }
 
     @Override

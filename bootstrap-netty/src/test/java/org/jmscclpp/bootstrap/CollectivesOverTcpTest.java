@@ -145,6 +145,36 @@ class CollectivesOverTcpTest {
         }
     }
 
+    /**
+     * Issue 19's shrink: four ranks allreduce in a loop; rank 2 is killed; each survivor's call
+     * fails naming rank 2, and the survivors shrink the bootstrap without it (as NCCL's
+     * ncclCommShrink) and finish three checked allreduces among the three of them, in the same
+     * processes, renumbered 0, 1, 2 in the order of their old ranks.
+     */
+    @Test
+    void theSurvivorsOfAKilledRankShrinkTheJobAndFinishTheirAllReduces() throws IOException {
+        int n = 4;
+        int victim = 2;
+        RankProcesses job = start(n, "rounds=0", "timeout-ms=30000", "shrink=true");
+        for (int r = 0; r < n; r++) {
+            job.awaitLine(r, "ROUND 3"::equals, START);
+        }
+        job.kill(victim);
+        assertNotEquals(0, job.waitFor(victim, START), "rank " + victim + " was killed");
+        int newRank = 0;
+        for (int r = 0; r < n; r++) {
+            if (r == victim) {
+                continue;
+            }
+            String lost = job.awaitLineStartingWith(r, "LOST ", START).text();
+            assertTrue(lost.startsWith("LOST peer=" + victim + " "), "rank " + r + ": " + lost);
+            job.awaitLine(r, ("SHRUNK rank=" + newRank + " of 3 round 2")::equals, START);
+            job.awaitLine(r, "OK"::equals, START);
+            assertEquals(RankMain.EXIT_OK, job.waitFor(r, START), "exit code of rank " + r);
+            newRank++;
+        }
+    }
+
     private RankProcesses start(int n, String... more) {
         RankProcesses job = jobs.open("collectives-" + n, CollectiveRankMain.class);
         String address = "127.0.0.1:" + freePort();

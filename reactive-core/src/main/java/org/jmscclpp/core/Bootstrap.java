@@ -101,6 +101,21 @@ public interface Bootstrap extends AutoCloseable {
         return Mono.never();
     }
 
+    /**
+     * A new, smaller job of the ranks not in {@code excludedRanks}, as NCCL's
+     * {@code ncclCommShrink}: every surviving rank calls it with the same set (typically the rank a
+     * {@link ErrorCode#REMOTE_ERROR} named) and gets a bootstrap of {@code size() - excluded}
+     * ranks, numbered in the order of their old ranks. Works on a bootstrap that failed; this one
+     * stays as it is (close it). Build a new {@link Communicator} on the result. Errors with
+     * INVALID_USAGE when this rank is excluded or a rank is out of range, TIMEOUT naming the
+     * missing ranks when survivors disagree or do not call it within {@code timeout}. The default
+     * errors with INVALID_USAGE: not every implementation can.
+     */
+    default Mono<? extends Bootstrap> shrink(java.util.Collection<Integer> excludedRanks, Duration timeout) {
+        return Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE, getClass().getSimpleName()
+                + " cannot shrink").rank(rank()).phase("shrink").build());
+    }
+
     /** Releases every socket, thread and buffer. Pending operations fail; calling it twice is harmless. */
     @Override
     void close();
