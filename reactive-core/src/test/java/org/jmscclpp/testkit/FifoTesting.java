@@ -41,7 +41,8 @@ public final class FifoTesting {
         private final List<Thread> threads = new ArrayList<>();
         private final ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
 
-        public void start(String name, Body body) {
+        /** Starts {@code body} on a new platform thread named {@code name}, and returns the thread. */
+        public Thread start(String name, Body body) {
             Thread t = Thread.ofPlatform().name(name).daemon(true).start(() -> {
                 try {
                     body.run();
@@ -50,6 +51,7 @@ public final class FifoTesting {
                 }
             });
             threads.add(t);
+            return t;
         }
 
         /** Rethrows a worker's failure as soon as one is known; checked while the consumer runs. */

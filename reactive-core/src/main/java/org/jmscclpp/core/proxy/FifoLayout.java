@@ -12,7 +12,7 @@ public final class FifoLayout {
 
     /** A cache line: head, tail and the ring each start on their own, so producers and the proxy do not share one. */
     static final int LINE = 64;
-    /** The producers' claim counter (u64, atomic fetch-add). */
+    /** The producers' claim counter (u64, compare-and-set from h to h + 1 only while h < tail + capacity). */
     public static final long HEAD = 0;
     /**
      * The proxy's state (u64, release store by the proxy, acquire load by producers): 0 while the

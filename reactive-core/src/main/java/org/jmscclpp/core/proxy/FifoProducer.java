@@ -76,19 +76,20 @@ public final class FifoProducer {
     /**
      * Appends {@code trigger} and returns its position (0 for the fifo's first trigger, then
      * 1, 2, …): the value {@link Fifo#tail()} has while the proxy handles it, and the argument of
-     * {@link #sync}. Claims the position by an atomic increment of {@code head}; when the ring is
-     * full at that position, waits until the proxy has consumed the trigger a lap earlier. Then
-     * writes {@code fst}, and {@code snd} with the lap's commit bit by a release store, which is
-     * what makes the trigger visible to the proxy.
+     * {@link #sync}. Claims the next position {@code h} only once its slot is free, by a
+     * compare-and-set of {@code head} from {@code h} to {@code h + 1} while {@code h < tail +
+     * capacity}; when the ring is full it waits for room without holding a claim. Then writes
+     * {@code fst}, and {@code snd} with the lap's commit bit by a release store, which is what
+     * makes the trigger visible to the proxy. A claimed position is always written at once, so a
+     * push that gives up leaves nothing behind: the next push, from any producer, takes the
+     * position it did not.
      *
      * @throws JmscclppException {@link ErrorCode#TIMEOUT} when the ring stays full for
-     *                           {@code timeout}: the position was claimed and will never be
-     *                           written, so the proxy stops there and the fifo is broken for
-     *                           every producer (a device producer would abort its kernel); the
-     *                           same when the thread is interrupted while it waits;
+     *                           {@code timeout}, or the thread is interrupted while it waits: no
+     *                           position was claimed and the fifo stays usable;
      *                           {@link ErrorCode#ABORTED} when the proxy has stopped, and
-     *                           {@link ErrorCode#REMOTE_ERROR} when it failed (found after claiming
-     *                           the position or while waiting for room);
+     *                           {@link ErrorCode#REMOTE_ERROR} when it failed (found before
+     *                           claiming a position or while waiting for room);
      *                           {@link ErrorCode#INVALID_USAGE} for a negative timeout, when the
      *                           fifo's memory is closed, or when its head is in GPU memory
      */
@@ -100,14 +101,7 @@ public final class FifoProducer {
             throw invalid("push", "this fifo's head is in GPU memory: only device code pushes into it");
         }
         try {
-            long pos = Tokens.getAndAdd(segment, FifoLayout.HEAD, 1L);
-            long state = proxyState();
-            if (state != 0) {
-                throw proxyGone(state, "push");
-            }
-            if (pos - capacity >= (long) CACHED_TAIL.getOpaque(this) && pos - capacity >= readTail()) {
-                awaitTailAbove(pos - capacity, timeout, "push");
-            }
+            long pos = claim(timeout);
             long slot = FifoLayout.slot(pos, mask);
             Tokens.setPlain(segment, slot, trigger.fst());
             Tokens.release(segment, slot + FifoLayout.SND, trigger.snd() | FifoLayout.commitBit(pos, shift));
@@ -115,6 +109,61 @@ public final class FifoProducer {
         } catch (IllegalStateException | WrongThreadException e) {
             throw closed("push", e);
         }
+    }
+
+    /**
+     * Takes the next position once its slot is free (the proxy consumed the position a lap
+     * earlier) and returns it; throws, having claimed nothing, when the proxy is gone or the
+     * ring stays full past {@code timeout}.
+     */
+    private long claim(Duration timeout) {
+        long deadline = 0;
+        boolean waited = false;
+        long head = Tokens.opaque(segment, FifoLayout.HEAD);
+        while (true) {
+            long state = proxyState();
+            if (state != 0) {
+                throw proxyGone(state, "push");
+            }
+            long reused = head - capacity;   // the position whose slot head would overwrite
+            if (reused >= (long) CACHED_TAIL.getOpaque(this) && reused >= readTail()) {
+                if (!waited) {
+                    // the clock starts at the first wait: a push with room never reads it
+                    deadline = Waiting.deadline(timeout);
+                    waited = true;
+                }
+                head = awaitRoom(head, timeout, deadline);
+                continue;
+            }
+            // head < tail + capacity: the slot is free, and stays free until head moves past it
+            long witness = Tokens.compareAndExchange(segment, FifoLayout.HEAD, head, head + 1);
+            if (witness == head) {
+                return head;
+            }
+            head = witness;
+        }
+    }
+
+    /**
+     * Waits, claiming nothing, until the ring has room for the position at head, the proxy is
+     * gone, or {@code deadline}; returns head as last read (the caller tries to claim it).
+     */
+    private long awaitRoom(long headSeen, Duration timeout, long deadline) {
+        long[] head = {headSeen};
+        boolean ended = Waiting.await(() -> {
+            head[0] = Tokens.opaque(segment, FifoLayout.HEAD);
+            return head[0] - capacity < readTail() || proxyState() != 0;
+        }, deadline);
+        if (!ended) {
+            String why = Thread.currentThread().isInterrupted() ? "interrupted while waiting" : "waited "
+                    + timeout.toMillis() + " ms";
+            long tail = readTail();
+            throw JmscclppException.builder(ErrorCode.TIMEOUT, "the ring of " + capacity + " triggers is full: "
+                    + "the next push, at position " + head[0] + ", " + why + " for the proxy to consume position "
+                    + (head[0] - capacity) + " (tail is " + tail + "); the push claimed no position and the fifo "
+                    + "stays usable").phase("fifo push").build();
+        }
+        return head[0];
     }
 
     /** {@link #sync(long, Duration)} with {@link Bootstrap#DEFAULT_TIMEOUT}. */
@@ -165,11 +214,7 @@ public final class FifoProducer {
         if (!ended) {
             String why = Thread.currentThread().isInterrupted() ? "interrupted while waiting" : "waited "
                     + timeout.toMillis() + " ms";
-            String detail = phase.equals("push")
-                    ? "the ring of " + capacity + " triggers is full: position " + (pos + capacity) + " " + why
-                    + " for the proxy to consume position " + pos + " (tail is " + readTail() + "); the claimed "
-                    + "position stays unwritten, so the fifo cannot be used any more"
-                    : "position " + pos + " was not consumed: " + why + " (tail is " + readTail() + ")";
+            String detail = "position " + pos + " was not consumed: " + why + " (tail is " + readTail() + ")";
             throw JmscclppException.builder(ErrorCode.TIMEOUT, detail).phase("fifo " + phase).build();
         }
     }

@@ -38,6 +38,15 @@ public final class Tokens {
         return (long) WORD.getAndAdd(segment, offset, delta);
     }
 
+    /**
+     * Atomic compare-and-set with volatile semantics: stores {@code value} when the word holds
+     * {@code expected}; returns the value the word held (equal to {@code expected} exactly when it
+     * stored).
+     */
+    public static long compareAndExchange(MemorySegment segment, long offset, long expected, long value) {
+        return (long) WORD.compareAndExchange(segment, offset, expected, value);
+    }
+
     public static long plain(MemorySegment segment, long offset) {
         return (long) WORD.get(segment, offset);
     }

@@ -91,4 +91,34 @@ class FifoProcessTest {
             assertEquals(0, left.count(), "the fifo's file is gone");
         }
     }
+
+    /**
+     * A child process fills a ring nobody consumes, gives up on its next push and exits: the
+     * parent then finds the child's triggers, nothing after them, and its own next push at the
+     * position the child did not take.
+     */
+    @Test
+    void aProducerProcessThatGaveUpOnAFullRingLeavesItUsable() throws Exception {
+        int capacity = 8;
+        try (HostBackend backend = HostBackend.open(dir); Fifo fifo = Fifo.create(backend, capacity)) {
+            String handle = HexFormat.of().formatHex(backend.exportMemory(fifo.buffer(), Transport.HOST_IPC));
+            try (ChildJvm child = ChildJvm.start(logs.resolve("child.log"), FifoChild.class, dir.toString(), handle,
+                    Long.toString(fifo.buffer().size()), Integer.toString(capacity), "12", "300")) {
+                assertEquals(4, child.waitFor(DEADLINE), child::output);
+                assertTrue(child.output().contains("gave up after " + capacity + " pushed")
+                        && child.output().contains("TIMEOUT"), child::output);
+            }
+            long[] out = new long[2];
+            for (long i = 0; i < capacity; i++) {
+                assertEquals(i, FifoTesting.take(fifo, out, DEADLINE));
+                assertEquals(FifoChild.trigger(i), ProxyTrigger.decode(out[0], out[1]), "the child's trigger " + i);
+            }
+            assertFalse(fifo.poll(out), "nothing at position " + capacity + ": the push that gave up claimed nothing");
+            FifoProducer local = fifo.producer();
+            assertEquals(capacity, local.push(ProxyTrigger.decode(7, 7), DEADLINE));
+            assertEquals(capacity, FifoTesting.take(fifo, out, DEADLINE));
+            assertEquals(7, out[0]);
+            local.sync(capacity, DEADLINE);
+        }
+    }
 }

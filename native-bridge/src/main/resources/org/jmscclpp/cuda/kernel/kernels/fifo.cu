@@ -4,9 +4,12 @@
 //
 //   fifoPush(FifoDeviceHandle fifo, unsigned long long n, int mode)
 //   fifoPushTimed(FifoDeviceHandle fifo, unsigned long long n, unsigned long long* elapsedNs)
+//   fifoTryPush(FifoDeviceHandle fifo, unsigned long long first, unsigned long long perThread,
+//               unsigned long long timeoutNs, unsigned long long* out)   (any grid)
 #include "jmscclpp/jmscclpp.cuh"
 
 using jmscclpp::FifoDeviceHandle;
+using jmscclpp::FifoPushStatus;
 using jmscclpp::ProxyTrigger;
 using jmscclpp::TriggerCommitBit;
 
@@ -54,4 +57,27 @@ extern "C" __global__ void fifoPushTimed(FifoDeviceHandle fifo, unsigned long lo
   }
   fifo.sync(pos);
   *elapsedNs = jmscclpp::globalTimerNs() - start;
+}
+
+// Pushes that may give up (FifoDeviceHandle::tryPush), from any grid: thread g (its global index)
+// pushes up to perThread triggers, the i-th with fst = snd = first + g * perThread + i, each with
+// a deadline of timeoutNs, and stops at its first push that gives up. It then writes
+// out[2g] = the triggers it pushed and out[2g + 1] = the FifoPushStatus of the push that gave up
+// (0 when none did). Never stops the kernel: the host checks that the ring stays usable after
+// pushes that gave up, and that it received exactly the triggers pushed.
+extern "C" __global__ void fifoTryPush(FifoDeviceHandle fifo, unsigned long long first, unsigned long long perThread,
+                                       unsigned long long timeoutNs, unsigned long long* out) {
+  unsigned long long g = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned long long pushed = 0;
+  FifoPushStatus status = jmscclpp::FifoPushed;
+  for (; pushed < perThread; pushed++) {
+    unsigned long long id = (first + g * perThread + pushed) & ~TriggerCommitBit;
+    unsigned long long pos;
+    status = fifo.tryPush(ProxyTrigger(id, id), &pos, timeoutNs);
+    if (status != jmscclpp::FifoPushed) {
+      break;
+    }
+  }
+  out[2 * g] = pushed;
+  out[2 * g + 1] = status;
 }

@@ -54,6 +54,7 @@ extern "C" __global__ void apiAtomics(unsigned long long* words, unsigned long l
   storeReleaseSys(words + 2, v);
   storeRelaxedSys(words + 3, v);
   v += fetchAddRelaxedGpu(words + 4, 1);
+  v += loadRelaxedGpu(words + 4) + casRelaxedGpu(words + 4, v, v + 1);
   maxRelaxedGpu(words + 5, v);
   addReleaseSys(words + 6, 1);
   addRelaxedSys(words + 7, 1);
@@ -83,7 +84,12 @@ extern "C" __global__ void apiFifo(jmscclpp::FifoDeviceHandle fifo, unsigned lon
   fifo.sync(a);
   fifo.sync(b, 1000);
   fifo.sync(c, deadline);
+  u64 d = 0;
+  FifoPushStatus s = fifo.tryPush(ProxyTrigger(4, 4), &d);
+  s = s == FifoPushed ? fifo.tryPush(ProxyTrigger(5, 5), &d, 1000) : s;
+  s = s == FifoPushed ? fifo.tryPush(ProxyTrigger(6, 6), deadline, &d) : s;
   out[0] = fifo.proxyState() + (fifo.proxyGone() ? 1 : 0);
+  out[1] = d + (s == FifoPushTimedOut ? 1 : 0) + (s == FifoPushProxyGone ? 2 : 0);
 }
 
 extern "C" __global__ void apiSemaphores(jmscclpp::Host2DeviceSemaphoreDeviceHandle h2d,

@@ -63,9 +63,23 @@ __forceinline__ __device__ void storeRelaxedSys(u64* p, u64 v) {
 }
 
 // Adds v to *p and returns the old value; relaxed, device scope: for counters that only the
-// threads of this GPU update (a GPU fifo's head lives in this GPU's memory).
+// threads of this GPU update.
 __forceinline__ __device__ u64 fetchAddRelaxedGpu(u64* p, u64 v) {
   return atomicAdd(p, v);
+}
+
+// Atomic load with no ordering, device scope: a fresh value each call, for words that only the
+// threads of this GPU write (a GPU fifo's head lives in this GPU's memory).
+__forceinline__ __device__ u64 loadRelaxedGpu(const u64* p) {
+  u64 v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Stores desired into *p if it holds expected; returns the value *p held (expected exactly when
+// it stored). Relaxed, device scope, like fetchAddRelaxedGpu.
+__forceinline__ __device__ u64 casRelaxedGpu(u64* p, u64 expected, u64 desired) {
+  return atomicCAS(p, expected, desired);
 }
 
 // Raises *p to at least v; relaxed, device scope (a GPU fifo's tail cache).

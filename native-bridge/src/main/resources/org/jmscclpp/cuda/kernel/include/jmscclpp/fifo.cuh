@@ -13,6 +13,14 @@ namespace jmscclpp {
 // FifoLayout.STATE): both live in the fifo's host-visible buffer, wherever head is.
 constexpr u64 FifoStateBeforeTail = 56;
 
+// What FifoDeviceHandle::tryPush did: pushed; gave up at its deadline with the ring full; gave up
+// because the proxy stopped or failed. Neither failure claimed a position.
+enum FifoPushStatus : u32 {
+  FifoPushed = 0,
+  FifoPushTimedOut = 1,
+  FifoPushProxyGone = 2,
+};
+
 // What a kernel needs to push into a Fifo: 40 bytes, Fifo#encodeDeviceHandle's order.
 //
 // triggers, tail and the state word are in the fifo's pinned host buffer (the proxy polls the
@@ -21,7 +29,7 @@ constexpr u64 FifoStateBeforeTail = 56;
 // full by the cached value.
 struct FifoDeviceHandle {
   ProxyTrigger* triggers;  // slot 0 of the ring
-  u64* head;               // positions claimed (device atomic fetch-add)
+  u64* head;               // positions claimed (device compare-and-set, only into a free slot)
   u64* tail;               // positions consumed (the proxy's release store)
   u64* tailCache;          // a tail value read earlier by some pusher (atomic max)
   u32 capacity;            // slots, a power of two
@@ -36,44 +44,83 @@ struct FifoDeviceHandle {
   // Whether the proxy has stopped or failed: a wait on it would never end.
   __forceinline__ __device__ bool proxyGone() const { return proxyState() != 0; }
 
-  // Appends `trigger` (bit 63 of snd is ignored) and returns its position, the value the proxy's
-  // tail has while it handles it. Claims the position with one atomic add on head; when the slot
-  // still holds the trigger of the previous lap, waits for the proxy to consume it. Then writes
-  // the slot with one 16-byte release store whose snd carries the position's commit bit: that
+  // Appends `trigger` (bit 63 of snd is ignored) unless the ring stays full past `deadline` or the
+  // proxy is gone, and says which; on FifoPushed, *pos is the trigger's position, the value the
+  // proxy's tail has while it handles it. Never stops the kernel: the caller decides what a push
+  // that gave up means.
+  //
+  // The claim of Fifo's protocol (FifoProducer#push): the next position h = head is claimed by a
+  // compare-and-set of head from h to h + 1, and only while h < tail + capacity, when the slot no
+  // longer holds an unconsumed trigger. While the ring is full the thread waits without holding a
+  // claim, so a push that gives up leaves the ring as it found it, and a claimed position is
+  // written at once: the proxy never waits for a position nobody will write. Then the slot is
+  // written with one 16-byte release store whose snd carries the position's commit bit: that
   // store is what publishes the trigger to the proxy.
   //
-  // Stops the kernel (JMSCCLPP_FAIL) when the ring stays full past `deadline` or when the proxy
-  // stopped or failed while this thread waited for room. The position is then claimed and never
-  // written, as in FifoProducer#push: the fifo is broken for every producer.
-  __forceinline__ __device__ u64 push(ProxyTrigger trigger, Deadline& deadline) {
-    u64 pos = fetchAddRelaxedGpu(head, 1);
-    // The cached tail only grows and is never above the real one: a position below it + capacity
-    // is certainly free, and the host-resident tail is read only when the ring looks full.
-    if (pos >= capacity + loadRelaxedSys(tailCache)) {
-      while (true) {
+  // Pushes of many threads at once are correct; those that lose a compare-and-set retry with the
+  // head it returned, so threads pushing into one fifo in the same instant (every lane of a warp,
+  // say) take one head round trip each per winner before them: push from one thread per warp
+  // (as MSCCL++'s kernels do) where that matters.
+  __forceinline__ __device__ FifoPushStatus tryPush(ProxyTrigger trigger, Deadline& deadline, u64* pos) {
+    u64 h = loadRelaxedGpu(head);
+    while (true) {
+      // The cached tail only grows and is never above the real one: a position below it +
+      // capacity is certainly free, and the host-resident tail is read only when the ring looks
+      // full by the cached value.
+      if (h >= capacity + loadRelaxedSys(tailCache)) {
         u64 t = loadAcquireSys(tail);
         maxRelaxedGpu(tailCache, t);
-        if (pos < t + capacity) {
-          break;
-        }
-        if (proxyGone()) {
-          JMSCCLPP_FAIL("fifo push: the proxy stopped or failed while the ring was full");
-        }
-        if (deadline.expired()) {
-          JMSCCLPP_FAIL("fifo push: the ring stayed full past the deadline (the proxy does not consume)");
+        if (h >= t + capacity) {
+          if (proxyGone()) {
+            return FifoPushProxyGone;
+          }
+          if (deadline.expired()) {
+            return FifoPushTimedOut;
+          }
+          h = loadRelaxedGpu(head);
+          continue;
         }
       }
+      // h < tail + capacity: the slot is free, and stays free until head moves past h
+      u64 seen = casRelaxedGpu(head, h, h + 1);
+      if (seen == h) {
+        break;
+      }
+      h = seen;
     }
-    // Lap pos / capacity is even exactly when bit log2(capacity) of pos is clear: the commit bit
-    // is then 1, so a zeroed ring reads empty on lap 0 and a previous lap's slot never looks fresh.
-    u64 commit = (pos & capacity) == 0 ? TriggerCommitBit : 0;
+    // Lap h / capacity is even exactly when bit log2(capacity) of h is clear: the commit bit is
+    // then 1, so a zeroed ring reads empty on lap 0 and a previous lap's slot never looks fresh.
+    u64 commit = (h & capacity) == 0 ? TriggerCommitBit : 0;
     u64 snd = (trigger.snd & ~TriggerCommitBit) | commit;
-    ProxyTrigger* slot = triggers + (pos & (capacity - 1));
+    ProxyTrigger* slot = triggers + (h & (capacity - 1));
     // One 16-byte store: the slot is 16-byte aligned, so both words reach host memory in one PCIe
     // write and the proxy never sees the new snd with an old fst (MSCCL++ relies on the same).
     // Release orders everything this thread (and, cumulatively, its block up to the last
     // __syncthreads) wrote before, so the proxy's copy reads the data the trigger names.
     asm volatile("st.release.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(trigger.fst), "l"(snd) : "memory");
+    *pos = h;
+    return FifoPushed;
+  }
+
+  // tryPush with its own deadline, `timeoutNs` from the first wait.
+  __forceinline__ __device__ FifoPushStatus tryPush(ProxyTrigger trigger, u64* pos,
+                                                    u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs);
+    return tryPush(trigger, deadline, pos);
+  }
+
+  // Appends `trigger` (bit 63 of snd is ignored) and returns its position, as tryPush. Stops the
+  // kernel (JMSCCLPP_FAIL) when the ring stays full past `deadline` or when the proxy stopped or
+  // failed while this thread waited for room; having claimed nothing, it leaves the ring usable.
+  __forceinline__ __device__ u64 push(ProxyTrigger trigger, Deadline& deadline) {
+    u64 pos = 0;
+    FifoPushStatus status = tryPush(trigger, deadline, &pos);
+    if (status == FifoPushProxyGone) {
+      JMSCCLPP_FAIL("fifo push: the proxy stopped or failed while the ring was full");
+    }
+    if (status == FifoPushTimedOut) {
+      JMSCCLPP_FAIL("fifo push: the ring stayed full past the deadline (the proxy does not consume)");
+    }
     return pos;
   }
 
