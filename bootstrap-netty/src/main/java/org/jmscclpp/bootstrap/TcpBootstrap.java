@@ -618,8 +618,9 @@ public final class TcpBootstrap implements Bootstrap {
 
     @Override
     public void abort(String reason) {
+        // the peer field names the rank that aborted, on every rank the news reaches
         fail(JmscclppException.builder(ErrorCode.ABORTED, "aborted on rank " + rank + ": " + reason)
-                .rank(rank).phase("abort").build(), true);
+                .rank(rank).peer(rank).phase("abort").build(), true);
     }
 
     /**

@@ -131,9 +131,10 @@ final class CommunicatorRankMain {
                 case "basic-write", "die-before-setup" -> r.basicWrite();
                 case "host-semaphores" -> r.writeWithHostSemaphores();
                 case "device-semaphores" -> r.writeWithDeviceSemaphores();
-                case "die-in-waits" -> {
-                    if (r.waitOnAVictim(victim)) {
-                        return EXIT_NOT_KILLED;
+                case "die-in-waits", "abort-in-waits" -> {
+                    Integer exit = r.waitOnAVictim(victim, scenario.equals("abort-in-waits"));
+                    if (exit != null) {
+                        return exit;
                     }
                 }
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
@@ -194,19 +195,34 @@ final class CommunicatorRankMain {
     }
 
     /**
-     * Every rank builds host and device semaphores with every peer; then the victim reports
-     * {@code ready-to-die} and waits to be killed (returns true if nobody did), while each survivor
-     * reports {@code WAITING} and waits for a signal from the victim that never comes: even ranks on
-     * the host semaphore, odd ranks on the device handle from a thread standing in for a kernel.
-     * Each wait's own deadline is the setup timeout; the victim's death must end it much sooner.
+     * Every rank builds host and device semaphores with every peer; then each survivor reports
+     * {@code WAITING} and waits for a signal from the victim that never comes: even ranks on the
+     * host semaphore, odd ranks on the device handle from a thread standing in for a kernel. Each
+     * wait's own deadline is the setup timeout; the victim must end it much sooner. Without
+     * {@code abort} the victim reports {@code ready-to-die} and waits to be killed (returns
+     * EXIT_NOT_KILLED if nobody did); with it, the victim hears from every survivor that it is about
+     * to wait, aborts the job through its communicator, reports {@code ABORTED} and returns EXIT_OK.
+     * Survivors return nothing: their wait fails.
      */
-    private boolean waitOnAVictim(int victim) throws InterruptedException {
+    private @Nullable Integer waitOnAVictim(int victim, boolean abort) throws InterruptedException {
         Map<Integer, Host2HostSemaphore> host = collect(p -> Host2HostSemaphore.build(comm, connections.get(p)));
         Map<Integer, Host2DeviceSemaphore> device = collect(p -> Host2DeviceSemaphore.build(comm, connections.get(p)));
+        int aboutToWait = 77;
+        if (rank == victim && abort) {
+            for (int p : peers()) {
+                bootstrap.recv(p, aboutToWait, timeout).block(timeout.plusSeconds(10));
+            }
+            comm.abort("the test aborts the job");
+            RankMain.say("ABORTED");
+            return RankMain.EXIT_OK;
+        }
         if (rank == victim) {
             RankMain.say("ready-to-die");
             new CountDownLatch(1).await(VICTIM_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-            return true;
+            return EXIT_NOT_KILLED;
+        }
+        if (abort) {
+            bootstrap.send(victim, aboutToWait, new byte[0], timeout).block(timeout.plusSeconds(10));
         }
         RankMain.say("WAITING");
         setupStart = System.nanoTime();

@@ -171,6 +171,39 @@ class MultiProcessCommunicatorTest {
     }
 
     /**
+     * As above, but the last rank aborts the job through its communicator (NCCL's ncclCommAbort)
+     * while the others wait for its signal: every wait ends with ABORTED naming it and carrying
+     * its reason, long before the wait's deadline; the aborting rank exits normally.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3})
+    void anAbortOnOneRankEndsEveryOtherRanksWaitsNamingIt(int n) throws IOException {
+        long waitTimeoutMs = 30_000;
+        int aborter = n - 1;
+        RankProcesses job = start("abort-in-waits", n, "setup-timeout-ms=" + waitTimeoutMs);
+        job.awaitLine(aborter, "ABORTED"::equals, START);
+        long abortedAt = System.nanoTime();
+        List<String> problems = new ArrayList<>();
+        for (int r = 0; r < aborter; r++) {
+            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(waitTimeoutMs * 2));
+            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
+            long sinceMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - abortedAt);
+            System.out.printf("aborted n=%d: rank %d failed %d ms after the abort: %s%n", n, r, sinceMs, f.line());
+            if (!f.code().equals("ABORTED") || !f.peer().equals(Integer.toString(aborter))
+                    || !f.message().contains("the test aborts the job")) {
+                problems.add("rank " + r + " did not fail with ABORTED naming rank " + aborter + " and the reason: "
+                        + f.line());
+            }
+            if (sinceMs > waitTimeoutMs / 3) {
+                problems.add("rank " + r + " failed " + sinceMs + " ms after the abort: " + f.line());
+            }
+            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        assertEquals(RankMain.EXIT_OK, job.waitFor(aborter, EXIT), "exit code of the aborting rank");
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+    }
+
+    /**
      * MSCCL++'s PortChannelOneToOneTest.PingPong and PingPongWithPoll between two rank processes
      * ({@link PortChannelRankMain}), each with its own proxy service of {@code poller}: 1, 1K, 1M
      * and 4M ints, every element checked every turn, first with {@code wait()}, then spinning on
