@@ -59,8 +59,9 @@ import org.jspecify.annotations.Nullable;
  * hook per process deletes every file still alive). A process killed with {@code SIGKILL} leaves
  * its files behind; the next process that creates a file in the directory reclaims them: it
  * deletes every file of this naming pattern, owned by the same user, whose owner (pid and start
- * time) no longer runs, and logs one line saying how many files and bytes it reclaimed. The file of
- * a process that still runs is never touched.
+ * time) no longer runs (and the pid-only names of earlier versions whose pid is free), and logs
+ * one line saying how many files and bytes it reclaimed. The file of a process that still runs is
+ * never touched.
  *
  * <h2>Lifetime</h2>
  * Buffers and mappings belong to whoever received them, not to the backend: {@link #close()}

@@ -18,6 +18,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The shared-memory files this process created and has not deleted yet, of every
@@ -45,6 +47,12 @@ final class SharedMemoryFiles {
 
     private static final Object LOCK = new Object();
     private static final Set<Path> LIVE = new HashSet<>();
+    /**
+     * The names of version 1 ({@code jmscclpp-<pid>-<nonce>-<counter>}), which carry no start time:
+     * reclaimed only when no process has the pid.
+     */
+    private static final Pattern PID_ONLY_NAME = Pattern.compile("jmscclpp-([0-9]{1,19})-[0-9a-f]{16}-[0-9]{1,19}");
+
     /** The directories this process has reclaimed stale files in (once each). */
     private static final Set<Path> SWEPT = new HashSet<>();
     private static boolean hookRegistered;
@@ -134,7 +142,8 @@ final class SharedMemoryFiles {
      * parse exactly as {@link SharedMemoryHandle#fileName} makes them, that are regular files (a
      * symbolic link is never followed nor touched) owned by the user who owns {@code mine} (a file
      * this process just created there), and whose owner's pid is free or taken by a process with
-     * another start time. A file whose owner runs, or whose owner cannot be told, stays.
+     * another start time. A file whose owner runs, or whose owner cannot be told, stays. The names
+     * of earlier versions, with the pid only, are reclaimed when no process has the pid.
      */
     static Reclaimed reclaim(Path dir, Path mine) throws IOException {
         UserPrincipal me = Files.getOwner(mine, LinkOption.NOFOLLOW_LINKS);
@@ -142,7 +151,7 @@ final class SharedMemoryFiles {
         long bytes = 0;
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "jmscclpp-*")) {
             for (Path entry : entries) {
-                Optional<SharedMemoryHandle.Owner> owner = SharedMemoryHandle.owner(entry.getFileName().toString());
+                Optional<SharedMemoryHandle.Owner> owner = owner(entry.getFileName().toString());
                 if (owner.isEmpty()) {
                     continue;
                 }
@@ -167,6 +176,23 @@ final class SharedMemoryFiles {
             }
         }
         return new Reclaimed(files, bytes);
+    }
+
+    /** The owner a name of this version or of version 1 names (start time 0: unknown). */
+    private static Optional<SharedMemoryHandle.Owner> owner(String name) {
+        Optional<SharedMemoryHandle.Owner> owner = SharedMemoryHandle.owner(name);
+        if (owner.isPresent()) {
+            return owner;
+        }
+        Matcher m = PID_ONLY_NAME.matcher(name);
+        if (!m.matches()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(new SharedMemoryHandle.Owner(Long.parseLong(m.group(1)), 0));
+        } catch (NumberFormatException e) {
+            return Optional.empty();
+        }
     }
 
     private static void deleteAllAtExit() {

@@ -76,19 +76,23 @@ class StaleSharedMemoryFilesTest {
             Path reused = Files.write(dir.resolve(SharedMemoryHandle.fileName(liveOwner.pid(), liveOwner.start() - 1,
                     "00000000000000aa", 0)), new byte[100]);
             stale += 100;
+            // a name of version 1, with the pid only, of a process that no longer runs
+            Path pidOnly = Files.write(dir.resolve("jmscclpp-" + pid + "-00000000000000cc-0"), new byte[30]);
+            stale += 30;
             // what is never touched: a link named like a stale file, names of other forms, another live name
             Path target = Files.write(elsewhere.resolve("target"), new byte[10]);
             Path link = Files.createSymbolicLink(dir.resolve(SharedMemoryHandle.fileName(pid, 1, "00000000000000bb", 0)),
                     target);
             Path oddName = Files.write(dir.resolve("jmscclpp-" + pid + "-1-nonce-0"), new byte[10]);
-            Path oldForm = Files.write(dir.resolve("jmscclpp-" + pid + "-00000000000000cc-0"), new byte[10]);
+            Path pidOnlyLive = Files.write(dir.resolve("jmscclpp-" + liveOwner.pid() + "-00000000000000cc-0"),
+                    new byte[10]);
             Path liveName = Files.write(dir.resolve(SharedMemoryHandle.fileName(liveOwner.pid(), liveOwner.start(),
                     "00000000000000dd", 0)), new byte[10]);
 
             try (ChildJvm next = ChildJvm.start(logs.resolve("next.log"), ShmChild.class, "leak", dir.toString(), "1",
                     "return")) {
                 assertEquals(0, next.waitFor(CHILD_DEADLINE), next::output);
-                String reclaimed = "reclaimed " + (killedFiles.size() + 1) + " shared-memory files (" + stale
+                String reclaimed = "reclaimed " + (killedFiles.size() + 2) + " shared-memory files (" + stale
                         + " bytes) in " + dir.toAbsolutePath();
                 assertTrue(next.output().contains(reclaimed), () -> "no '" + reclaimed + "' in:\n" + next.output());
             }
@@ -96,7 +100,8 @@ class StaleSharedMemoryFilesTest {
                 assertFalse(Files.exists(f, LinkOption.NOFOLLOW_LINKS), f + " was not reclaimed");
             }
             assertFalse(Files.exists(reused), "a file of a pid now used by another process is reclaimed");
-            for (Path kept : List.of(myFile, liveFiles.getFirst(), liveName, oddName, oldForm)) {
+            assertFalse(Files.exists(pidOnly), "a version 1 name of a free pid is reclaimed");
+            for (Path kept : List.of(myFile, liveFiles.getFirst(), liveName, oddName, pidOnlyLive)) {
                 assertTrue(Files.isRegularFile(kept, LinkOption.NOFOLLOW_LINKS), kept + " was touched");
             }
             assertTrue(Files.isSymbolicLink(link), "a link is left alone");
