@@ -8,6 +8,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -40,6 +41,7 @@ class RunCommandSigkillTest {
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().put(HostBackend.SHM_DIR_ENV, shm.toString());
         Process launcher = pb.start();
+        List<ProcessHandle> started = new ArrayList<>();
         try {
             // the job is in its loop once every rank has its buffers
             RankProcesses.awaitTrue(() -> ranks(launcher).size() == 4 && ranks(launcher).stream()
@@ -47,6 +49,7 @@ class RunCommandSigkillTest {
                     () -> "the job did not get going; ranks " + ranks(launcher) + ", files " + files() + "\n"
                             + read(log));
             List<Long> ranks = ranks(launcher);
+            launcher.toHandle().children().forEach(started::add);
             assertTrue(launcher.isAlive(), () -> read(log));
 
             launcher.destroyForcibly();
@@ -60,8 +63,10 @@ class RunCommandSigkillTest {
             }
             assertEquals(List.of(), files());
         } finally {
-            launcher.destroyForcibly();
+            // a failed test leaves no rank behind (a handle kills only the process it was taken of)
             launcher.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+            launcher.destroyForcibly();
+            started.forEach(ProcessHandle::destroyForcibly);
         }
     }
 

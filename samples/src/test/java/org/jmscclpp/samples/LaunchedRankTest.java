@@ -38,15 +38,20 @@ class LaunchedRankTest {
                     () -> "the rank did not start; launcher:\n" + launcher.output() + "\nrank:\n" + read(rankOutput));
             long rank = Long.parseLong(launcher.linesStartingWith("rank pid ").getFirst());
             assertTrue(RankProcesses.running(rank));
-
-            launcher.process().destroyForcibly();
-            assertEquals(137, launcher.waitFor(DEADLINE));
-            Duration took = RankProcesses.awaitGone(List.of(rank), DEADLINE, () -> read(rankOutput));
-            System.out.println("rank gone " + took.toMillis() + " ms after its launcher was reaped");
-            assertTrue(took.compareTo(PROMPTLY) < 0, "the rank took " + took.toMillis() + " ms");
-            String said = read(rankOutput);
-            assertTrue(said.contains("jmscclpp: rank 0 (pid " + rank + "): its launcher (pid "
-                    + launcher.process().pid() + ") died; exiting"), said);
+            ProcessHandle handle = ProcessHandle.of(rank).orElseThrow();
+            try {
+                launcher.process().destroyForcibly();
+                assertEquals(137, launcher.waitFor(DEADLINE));
+                Duration took = RankProcesses.awaitGone(List.of(rank), DEADLINE, () -> read(rankOutput));
+                System.out.println("rank gone " + took.toMillis() + " ms after its launcher was reaped");
+                assertTrue(took.compareTo(PROMPTLY) < 0, "the rank took " + took.toMillis() + " ms");
+                String said = read(rankOutput);
+                assertTrue(said.contains("jmscclpp: rank 0 (pid " + rank + "): its launcher (pid "
+                        + launcher.process().pid() + ") died; exiting"), said);
+            } finally {
+                // a failed test leaves no rank behind (a handle kills only the process it was taken of)
+                handle.destroyForcibly();
+            }
         }
     }
 
