@@ -37,7 +37,8 @@ import org.jspecify.annotations.Nullable;
  * does, and what tests and benchmarks use to spawn rank processes.
  *
  * <p>Each rank is a new JVM from the same {@code java} executable and the same class path as this
- * one, started with {@code --enable-native-access=ALL-UNNAMED}. It finds its identity in
+ * one, started with {@code --enable-native-access=ALL-UNNAMED}, whose main class {@link LaunchedRank}
+ * runs the rank's main class. It finds its identity in
  * {@code JMSCCLPP_RANK}, {@code JMSCCLPP_WORLD_SIZE}, {@code JMSCCLPP_LOCAL_RANK} and in
  * {@code MSCCLPP_COMM_ID=127.0.0.1:PORT}, a port that was free on the loopback interface a moment
  * before the ranks started (see {@link RankEnvironment}). Every line a rank writes on stdout or
@@ -46,7 +47,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A {@link Job} is fail-fast by default: as soon as one rank exits with a non-zero code, the
  * others are stopped (SIGTERM, then SIGKILL after {@link #KILL_GRACE}). A shutdown hook stops every
- * rank still running when this JVM exits first.
+ * rank still running when this JVM exits first. When this JVM dies without running it
+ * ({@code SIGKILL}, {@code Runtime.halt}), the ranks stop themselves: each runs through
+ * {@link LaunchedRank}, which watches this process and exits (through its shutdown hooks) within a
+ * fraction of a second of its death.
  *
  * <pre>{@code
  * try (Launcher.Job job = Launcher.start(4, "bootstrap-demo", List.of(), Map.of(), line -> ...)) {
@@ -109,6 +113,38 @@ public final class Launcher {
         }
     }
 
+    /**
+     * The command line of one rank: this JVM's java executable, class path and {@code jmscclpp.*}
+     * properties, {@code jvmArgs}, then {@link LaunchedRank} with this process's pid, which runs
+     * {@code mainClass programArgs...}.
+     */
+    static List<String> rankCommand(List<String> jvmArgs, String mainClass, List<String> programArgs) {
+        List<String> command = new ArrayList<>();
+        command.add(javaExecutable());
+        command.add("--enable-native-access=ALL-UNNAMED");
+        command.add("-Djava.util.logging.SimpleFormatter.format=" + LOG_FORMAT);
+        // the job decodes lines as UTF-8, whatever the locale says
+        command.add("-Dstdout.encoding=UTF-8");
+        command.add("-Dstderr.encoding=UTF-8");
+        // the launcher's own tuning properties (-Djmscclpp.*, JMSCCLPP_JAVA_OPTS) hold for every rank
+        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("jmscclpp.")).sorted()
+                .forEach(k -> command.add("-D" + k + "=" + System.getProperty(k)));
+        command.addAll(jvmArgs);
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        // every rank watches this process and exits when it dies, even by SIGKILL
+        command.add(LaunchedRank.class.getName());
+        command.add(Long.toString(ProcessHandle.current().pid()));
+        command.add(mainClass);
+        command.addAll(programArgs);
+        return command;
+    }
+
+    private static String javaExecutable() {
+        return ProcessHandle.current().info().command()
+                .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    }
+
     /** Settings of a job; {@link #start()} starts it. */
     public static final class Builder {
         private final int nRanks;
@@ -140,7 +176,8 @@ public final class Launcher {
 
         /**
          * Runs {@code className args...} in each process instead of a sample; the class must be on
-         * this JVM's class path and can read its rank with {@link RankEnvironment#fromEnvironment()}.
+         * this JVM's class path, public, with a {@code public static void main(String[])}, and can
+         * read its rank with {@link RankEnvironment#fromEnvironment()}.
          */
         public Builder mainClass(String className, List<String> args) {
             this.mainClass = Objects.requireNonNull(className, "className");
@@ -212,21 +249,7 @@ public final class Launcher {
             this.rootAddress = "127.0.0.1:" + freeLoopbackPort();
             this.shutdownHook = Thread.ofPlatform().name("jmscclpp-launcher-shutdown").unstarted(this::stopAndWait);
             Runtime.getRuntime().addShutdownHook(shutdownHook);
-            List<String> command = new ArrayList<>();
-            command.add(javaExecutable());
-            command.add("--enable-native-access=ALL-UNNAMED");
-            command.add("-Djava.util.logging.SimpleFormatter.format=" + LOG_FORMAT);
-            // lines are decoded as UTF-8 below, whatever the locale says
-            command.add("-Dstdout.encoding=UTF-8");
-            command.add("-Dstderr.encoding=UTF-8");
-            // the launcher's own tuning properties (-Djmscclpp.*, JMSCCLPP_JAVA_OPTS) hold for every rank
-            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("jmscclpp.")).sorted()
-                    .forEach(k -> command.add("-D" + k + "=" + System.getProperty(k)));
-            command.addAll(b.jvmArgs);
-            command.add("-cp");
-            command.add(System.getProperty("java.class.path"));
-            command.add(b.mainClass);
-            command.addAll(b.programArgs);
+            List<String> command = rankCommand(b.jvmArgs, b.mainClass, b.programArgs);
             List<CompletableFuture<?>> parts = new ArrayList<>();
             for (int rank = 0; rank < nRanks; rank++) {
                 ProcessBuilder pb = new ProcessBuilder(command);
@@ -261,11 +284,6 @@ public final class Launcher {
             }
             this.done = CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new))
                     .whenComplete((v, t) -> removeHook());
-        }
-
-        private static String javaExecutable() {
-            return ProcessHandle.current().info().command()
-                    .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
         }
 
         private CompletableFuture<Void> pump(InputStream in, int rank, boolean stderr) {

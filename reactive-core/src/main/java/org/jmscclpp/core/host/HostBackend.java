@@ -47,8 +47,9 @@ import org.jspecify.annotations.Nullable;
  * environment variable {@value #SHM_DIR_ENV}, else {@code /dev/shm} where it is a writable
  * directory, else {@code java.io.tmpdir}. Every rank of a host must use the same directory, since
  * a peer's handle names a file in it. Each buffer is a new file
- * {@code jmscclpp-<pid>-<nonce>-<counter>}, where the nonce is 16 random hex digits drawn per
- * backend, so processes, jobs and backends sharing a directory never collide. Files are created
+ * {@code jmscclpp-<pid>-<start>-<nonce>-<counter>}, where {@code start} is the process's start
+ * time (clock ticks since boot on Linux) and the nonce is 16 random hex digits drawn per backend,
+ * so processes, jobs and backends sharing a directory never collide. Files are created
  * exclusively (an existing file or link of that name is an error, never reused) with mode 0600
  * from the start, and filled with zeros, so the memory is reserved at allocation: a full
  * {@code /dev/shm} is a {@link ErrorCode#SYSTEM_ERROR} from {@link #allocate}, never a bus error
@@ -56,7 +57,11 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A file is deleted when its buffer is closed, and otherwise when the JVM exits (one shutdown
  * hook per process deletes every file still alive). A process killed with {@code SIGKILL} leaves
- * its files behind; their names carry its pid.
+ * its files behind; the next process that creates a file in the directory reclaims them: it
+ * deletes every file of this naming pattern, owned by the same user, whose owner (pid and start
+ * time) no longer runs (and the pid-only names of earlier versions whose pid is free), and logs
+ * one line saying how many files and bytes it reclaimed. The file of a process that still runs is
+ * never touched.
  *
  * <h2>Lifetime</h2>
  * Buffers and mappings belong to whoever received them, not to the backend: {@link #close()}
@@ -88,6 +93,7 @@ public final class HostBackend implements Backend {
 
     private final Path directory;
     private final long pid;
+    private final long start;
     private final String nonce;
     private final AtomicLong counter = new AtomicLong();
     private volatile boolean closed;
@@ -95,6 +101,7 @@ public final class HostBackend implements Backend {
     private HostBackend(Path directory) {
         this.directory = directory;
         this.pid = ProcessHandle.current().pid();
+        this.start = ProcessStart.current();
         byte[] random = new byte[8];
         RANDOM.nextBytes(random);
         this.nonce = HexFormat.of().formatHex(random);
@@ -207,7 +214,7 @@ public final class HostBackend implements Backend {
 
     /** The name of this backend's buffer number {@code counter}. */
     String fileName(long counter) {
-        return SharedMemoryHandle.fileName(pid, nonce, counter);
+        return SharedMemoryHandle.fileName(pid, start, nonce, counter);
     }
 
     /**
@@ -509,6 +516,6 @@ public final class HostBackend implements Backend {
 
     @Override
     public String toString() {
-        return "HostBackend[" + directory + ", jmscclpp-" + pid + "-" + nonce + "-*" + (closed ? ", closed" : "") + "]";
+        return "HostBackend[" + directory + ", jmscclpp-" + pid + "-" + start + "-" + nonce + "-*" + (closed ? ", closed" : "") + "]";
     }
 }

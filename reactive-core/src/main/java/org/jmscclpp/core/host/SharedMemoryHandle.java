@@ -4,6 +4,8 @@ import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -18,10 +20,10 @@ import org.jmscclpp.core.JmscclppException;
  * <p>Wire form, little-endian:
  * <pre>
  *  offset  width  field
- *       0      1  version, 1
+ *       0      1  version, 2
  *       1      1  reserved, 0
  *       2      2  N = length of the name in bytes, 1..{@value #MAX_NAME}
- *       4      N  file name, US-ASCII, matching {@code jmscclpp-<pid>-<16 hex digits>-<counter>}
+ *       4      N  file name, US-ASCII, matching {@code jmscclpp-<pid>-<start>-<16 hex digits>-<counter>}
  *     4+N      8  file size in bytes, at least 1 (signed, so at most 2^63 - 1)
  * </pre>
  *
@@ -36,12 +38,21 @@ import org.jmscclpp.core.JmscclppException;
  */
 record SharedMemoryHandle(String name, long fileSize) {
 
-    static final int VERSION = 1;
-    /** Longest name accepted; the names {@link #fileName} makes are at most 65 characters. */
+    /** 2 since the names carry their owner's start time (version 1 names had only the pid). */
+    static final int VERSION = 2;
+    /** Longest name accepted; the names {@link #fileName} makes are at most 85 characters. */
     static final int MAX_NAME = 128;
     private static final int HEADER = 4;
     private static final int TRAILER = 8;
-    private static final Pattern NAME = Pattern.compile("jmscclpp-[0-9]{1,19}-[0-9a-f]{16}-[0-9]{1,19}");
+    private static final Pattern NAME = Pattern.compile(
+            "jmscclpp-([0-9]{1,19})-([0-9]{1,19})-[0-9a-f]{16}-[0-9]{1,19}");
+
+    /**
+     * The process that created a file: its pid and its {@linkplain ProcessStart start time}, which
+     * together tell it apart from any later process that reuses the pid.
+     */
+    record Owner(long pid, long start) {
+    }
 
     SharedMemoryHandle {
         if (!isValidName(name)) {
@@ -54,16 +65,34 @@ record SharedMemoryHandle(String name, long fileSize) {
 
     /**
      * The file name of buffer number {@code counter} of the backend instance {@code nonce} (16
-     * lower-case hex digits) in process {@code pid}: unique across the processes and jobs that
-     * share a directory, and the only form {@link #decode} accepts.
+     * lower-case hex digits) in process {@code pid} that started at {@code start}
+     * ({@link ProcessStart#current()}): unique across the processes and jobs that share a
+     * directory, the only form {@link #decode} accepts, and what {@link #owner} reads back.
      */
-    static String fileName(long pid, String nonce, long counter) {
-        return "jmscclpp-" + pid + "-" + nonce + "-" + counter;
+    static String fileName(long pid, long start, String nonce, long counter) {
+        return "jmscclpp-" + pid + "-" + start + "-" + nonce + "-" + counter;
     }
 
     /** Whether {@code name} is a name {@link #fileName} could have made. */
     static boolean isValidName(String name) {
-        return name.length() <= MAX_NAME && NAME.matcher(name).matches();
+        return owner(name).isPresent();
+    }
+
+    /** The owner a name {@link #fileName} made names; empty for every other name. */
+    static Optional<Owner> owner(String name) {
+        if (name.length() > MAX_NAME) {
+            return Optional.empty();
+        }
+        Matcher m = NAME.matcher(name);
+        if (!m.matches()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(new Owner(Long.parseLong(m.group(1)), Long.parseLong(m.group(2))));
+        } catch (NumberFormatException e) {
+            // 19 digits above Long.MAX_VALUE: no process has such a pid or start time
+            return Optional.empty();
+        }
     }
 
     /** The wire form described in the class comment. */

@@ -53,11 +53,12 @@ class SharedMemoryImportTest {
 
     @Test
     void handleWireFormIsTheDocumentedLayout() {
-        String name = SharedMemoryHandle.fileName(1234, "0123456789abcdef", 7);
-        assertEquals("jmscclpp-1234-0123456789abcdef-7", name);
+        String name = SharedMemoryHandle.fileName(1234, 98765, "0123456789abcdef", 7);
+        assertEquals("jmscclpp-1234-98765-0123456789abcdef-7", name);
+        assertEquals(new SharedMemoryHandle.Owner(1234, 98765), SharedMemoryHandle.owner(name).orElseThrow());
         byte[] bytes = new SharedMemoryHandle(name, 0x0102030405L).encode();
         ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        assertEquals(1, in.get());
+        assertEquals(2, in.get());
         assertEquals(0, in.get());
         assertEquals(name.length(), in.getShort());
         byte[] n = new byte[name.length()];
@@ -132,7 +133,7 @@ class SharedMemoryImportTest {
             }
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
                     Arrays.copyOf(handle, handle.length + 1), 1));
-            for (int version : new int[]{0, 2, 255}) {
+            for (int version : new int[]{0, 1, 3, 255}) {
                 byte[] h = handle.clone();
                 h[0] = (byte) version;
                 assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, h, 1));
@@ -143,9 +144,9 @@ class SharedMemoryImportTest {
             byte[] longer = handle.clone();
             longer[2]++;
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, longer, 1));
-            byte[] zeroSize = raw(1, 0, ascii(name(backend, 0)), 0);
+            byte[] zeroSize = raw(SharedMemoryHandle.VERSION, 0, ascii(name(backend, 0)), 0);
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, zeroSize, 1));
-            byte[] negativeSize = raw(1, 0, ascii(name(backend, 0)), -4096);
+            byte[] negativeSize = raw(SharedMemoryHandle.VERSION, 0, ascii(name(backend, 0)), -4096);
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, negativeSize, 1));
         }
     }
@@ -170,21 +171,23 @@ class SharedMemoryImportTest {
                 good.replace("jmscclpp-", "jmscclpp--"),
                 good + "-1",
                 good + " ",
-                "jmscclpp-1-0123456789abcde-0",        // 15 hex digits
-                "jmscclpp-1-0123456789abcdefa-0",      // 17
-                "jmscclpp--1-0123456789abcdef-0",
-                "jmscclpp-1-0123456789abcdef-",
-                "jmscclpp-12345678901234567890-0123456789abcdef-0",
+                "jmscclpp-1-2-0123456789abcde-0",        // 15 hex digits
+                "jmscclpp-1-2-0123456789abcdefa-0",      // 17
+                "jmscclpp--1-2-0123456789abcdef-0",
+                "jmscclpp-1-2-0123456789abcdef-",
+                "jmscclpp-1-0123456789abcdef-0",         // the pid only: version 1's names
+                "jmscclpp-12345678901234567890-2-0123456789abcdef-0",
+                "jmscclpp-1-9999999999999999999-0123456789abcdef-0",   // 19 digits above Long.MAX_VALUE
                 "secret",
                 "passwd",
                 "x".repeat(SharedMemoryHandle.MAX_NAME + 1));
         for (String n : names) {
-            byte[] h = raw(1, 0, n.getBytes(StandardCharsets.UTF_8), 4096);
+            byte[] h = raw(SharedMemoryHandle.VERSION, 0, n.getBytes(StandardCharsets.UTF_8), 4096);
             JmscclppException e = assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
                     h, 4096));
             assertTrue(e.getMessage().contains("malformed HOST_IPC memory handle"), e.getMessage());
         }
-        byte[] nonAscii = raw(1, 0, (good.substring(0, good.length() - 1) + "\u00e9").getBytes(StandardCharsets.UTF_8), 4096);
+        byte[] nonAscii = raw(SharedMemoryHandle.VERSION, 0, (good.substring(0, good.length() - 1) + "\u00e9").getBytes(StandardCharsets.UTF_8), 4096);
         assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, nonAscii, 4096));
         assertArrayEquals(new byte[4096], Files.readAllBytes(outside));
     }
@@ -195,19 +198,19 @@ class SharedMemoryImportTest {
         String linkName = name(backend, 1000);
         Files.createSymbolicLink(dir.resolve(linkName), outside);
         JmscclppException e = assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                raw(1, 0, ascii(linkName), 4096), 4096));
+                raw(SharedMemoryHandle.VERSION, 0, ascii(linkName), 4096), 4096));
         assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
         // not even to a genuine buffer of ours
         try (DeviceBuffer owner = backend.allocate(4096)) {
             String toOurs = name(backend, 1001);
             Files.createSymbolicLink(dir.resolve(toOurs), ((SharedMemoryBuffer) owner).file());
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                    raw(1, 0, ascii(toOurs), 4096), 4096));
+                    raw(SharedMemoryHandle.VERSION, 0, ascii(toOurs), 4096), 4096));
             // a dangling link: INVALID_USAGE too, not "the peer closed it"
             String dangling = name(backend, 1002);
             Files.createSymbolicLink(dir.resolve(dangling), elsewhere.resolve("missing"));
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                    raw(1, 0, ascii(dangling), 4096), 4096));
+                    raw(SharedMemoryHandle.VERSION, 0, ascii(dangling), 4096), 4096));
             Files.delete(dir.resolve(toOurs));
             Files.delete(dir.resolve(dangling));
         }
@@ -220,24 +223,24 @@ class SharedMemoryImportTest {
         String small = name(backend, 2000);
         Files.write(dir.resolve(small), new byte[100]);
         JmscclppException e = assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                raw(1, 0, ascii(small), 4096), 4096));
+                raw(SharedMemoryHandle.VERSION, 0, ascii(small), 4096), 4096));
         assertTrue(e.getMessage().contains("100"), e.getMessage());
         // larger than announced is refused as well: the handle must describe the file exactly
-        assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, raw(1, 0, ascii(small), 50), 50));
+        assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC, raw(SharedMemoryHandle.VERSION, 0, ascii(small), 50), 50));
         String directory = name(backend, 2001);
         Files.createDirectory(dir.resolve(directory));
         assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                raw(1, 0, ascii(directory), 4096), 4096));
+                raw(SharedMemoryHandle.VERSION, 0, ascii(directory), 4096), 4096));
         String fifo = name(backend, 2002);
         if (mkfifo(dir.resolve(fifo))) {
             assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                    raw(1, 0, ascii(fifo), 4096), 4096));
+                    raw(SharedMemoryHandle.VERSION, 0, ascii(fifo), 4096), 4096));
         } else {
             System.out.println("skipping the FIFO case: mkfifo is not available here");
         }
         // and a well-formed name of no file is the peer's memory gone
         assertCode(ErrorCode.INVALID_USAGE, () -> backend.importMemory(Transport.HOST_IPC,
-                raw(1, 0, ascii(name(backend, 2003)), 4096), 4096));
+                raw(SharedMemoryHandle.VERSION, 0, ascii(name(backend, 2003)), 4096), 4096));
     }
 
     @Test
@@ -246,7 +249,7 @@ class SharedMemoryImportTest {
         Files.createSymbolicLink(dir.resolve(name(backend, 5)), outside);
         try (DeviceBuffer owner = backend.allocate(4096); DeviceBuffer other = backend.allocate(64)) {
             List<byte[]> seeds = List.of(backend.exportMemory(owner, Transport.HOST_IPC),
-                    backend.exportMemory(other, Transport.HOST_IPC), raw(1, 0, ascii(name(backend, 5)), 4096));
+                    backend.exportMemory(other, Transport.HOST_IPC), raw(SharedMemoryHandle.VERSION, 0, ascii(name(backend, 5)), 4096));
             Random random = new Random(0x5EED_4057L);
             int mapped = 0;
             java.util.Map<ErrorCode, Integer> refused = new java.util.EnumMap<>(ErrorCode.class);

@@ -28,8 +28,10 @@ import org.jmscclpp.testkit.InMemoryBootstrap;
  *   <li>{@code leak DIR COUNT exit|return}: allocates COUNT buffers, prints {@code created NAME
  *       exists=true|false} for each, and ends without closing them, by {@code System.exit(0)} or
  *       by returning from {@code main}.</li>
+ *   <li>{@code hold DIR COUNT}: allocates COUNT buffers like {@code leak}, prints {@code holding} and
+ *       waits to be killed (it exits with 4 when nobody did within two minutes).</li>
  * </ul>
- * Exit codes: 0 done, 1 bad arguments, 2 a check failed, 3 an exception.
+ * Exit codes: 0 done, 1 bad arguments, 2 a check failed, 3 an exception, 4 a holder nobody killed.
  */
 public final class ShmChild {
 
@@ -55,12 +57,21 @@ public final class ShmChild {
                         System.exit(0);
                     }
                 }
+                case "hold" -> {
+                    leak(Path.of(args[1]), Integer.parseInt(args[2]));
+                    System.out.println("holding");
+                    System.out.flush();
+                    // the test kills this process; the sleep only bounds the life of one it forgot
+                    Thread.sleep(Duration.ofMinutes(2));
+                    System.exit(4);
+                }
                 default -> {
-                    System.out.println("usage: write-back DIR MEMORY_HEX ENDPOINT_HEX HALF | leak DIR COUNT exit|return");
+                    System.out.println("usage: write-back DIR MEMORY_HEX ENDPOINT_HEX HALF | leak DIR COUNT exit|return"
+                            + " | hold DIR COUNT");
                     System.exit(1);
                 }
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | InterruptedException e) {
             e.printStackTrace(System.out);
             System.out.flush();
             System.exit(3);
