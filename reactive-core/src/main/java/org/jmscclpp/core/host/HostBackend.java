@@ -47,8 +47,9 @@ import org.jspecify.annotations.Nullable;
  * environment variable {@value #SHM_DIR_ENV}, else {@code /dev/shm} where it is a writable
  * directory, else {@code java.io.tmpdir}. Every rank of a host must use the same directory, since
  * a peer's handle names a file in it. Each buffer is a new file
- * {@code jmscclpp-<pid>-<start>-<nonce>-<counter>}, where {@code start} is the process's start
- * time (clock ticks since boot on Linux) and the nonce is 16 random hex digits drawn per backend,
+ * {@code jmscclpp-<pid>-<start>-<pidns>-<nonce>-<counter>}, where {@code start} is the process's
+ * start time (clock ticks since boot on Linux), {@code pidns} its pid namespace's inode, and the
+ * nonce is 16 random hex digits drawn per backend,
  * so processes, jobs and backends sharing a directory never collide. Files are created
  * exclusively (an existing file or link of that name is an error, never reused) with mode 0600
  * from the start, and filled with zeros, so the memory is reserved at allocation: a full
@@ -58,7 +59,8 @@ import org.jspecify.annotations.Nullable;
  * <p>A file is deleted when its buffer is closed, and otherwise when the JVM exits (one shutdown
  * hook per process deletes every file still alive). A process killed with {@code SIGKILL} leaves
  * its files behind; the next process that creates a file in the directory reclaims them: it
- * deletes every file of this naming pattern, owned by the same user, whose owner (pid and start
+ * deletes every file of this naming pattern, owned by the same user, made in its own pid
+ * namespace (a container that shares the directory is left alone), whose owner (pid and start
  * time) no longer runs (and the pid-only names of earlier versions whose pid is free), and logs
  * one line saying how many files and bytes it reclaimed. The file of a process that still runs is
  * never touched.
@@ -214,7 +216,7 @@ public final class HostBackend implements Backend {
 
     /** The name of this backend's buffer number {@code counter}. */
     String fileName(long counter) {
-        return SharedMemoryHandle.fileName(pid, start, nonce, counter);
+        return SharedMemoryHandle.fileName(pid, start, ProcessStart.pidNamespace(), nonce, counter);
     }
 
     /**
@@ -516,6 +518,6 @@ public final class HostBackend implements Backend {
 
     @Override
     public String toString() {
-        return "HostBackend[" + directory + ", jmscclpp-" + pid + "-" + start + "-" + nonce + "-*" + (closed ? ", closed" : "") + "]";
+        return "HostBackend[" + directory + ", jmscclpp-" + pid + "-" + start + "-" + ProcessStart.pidNamespace() + "-" + nonce + "-*" + (closed ? ", closed" : "") + "]";
     }
 }

@@ -37,6 +37,7 @@ final class ProcessStart {
     private static final int START_FIELD = 22 - 3;
 
     private static final long CURRENT = startOf(ProcessHandle.current().pid()).orElse(0L);
+    private static final long PID_NAMESPACE = readPidNamespace();
 
     private ProcessStart() {
     }
@@ -44,6 +45,27 @@ final class ProcessStart {
     /** This process's start time; 0 when it cannot be told (then its files are reclaimed only once its pid is free). */
     static long current() {
         return CURRENT;
+    }
+
+    /**
+     * The inode of this process's pid namespace ({@code /proc/self/ns/pid} links to
+     * {@code pid:[N]}), or 0 where it cannot be read: pids, and so the owners of files, mean
+     * something only within one namespace.
+     */
+    static long pidNamespace() {
+        return PID_NAMESPACE;
+    }
+
+    private static long readPidNamespace() {
+        try {
+            String link = Files.readSymbolicLink(PROC.resolve("self").resolve("ns").resolve("pid")).toString();
+            if (link.startsWith("pid:[") && link.endsWith("]")) {
+                return Long.parseLong(link.substring(5, link.length() - 1));
+            }
+        } catch (IOException | RuntimeException e) {
+            // no /proc: 0, the same for every process of such a host
+        }
+        return 0;
     }
 
     /** Whether the process {@code pid} that started at {@code start} still runs. */

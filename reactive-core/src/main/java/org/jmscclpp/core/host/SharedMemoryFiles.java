@@ -141,8 +141,8 @@ final class SharedMemoryFiles {
      * Deletes the shared-memory files in {@code dir} whose owners no longer run: files whose names
      * parse exactly as {@link SharedMemoryHandle#fileName} makes them, that are regular files (a
      * symbolic link is never followed nor touched) owned by the user who owns {@code mine} (a file
-     * this process just created there), and whose owner's pid is free or taken by a process with
-     * another start time. A file whose owner runs, or whose owner cannot be told, stays. The names
+     * this process just created there), made in this process's pid namespace, and whose owner's
+     * pid is free or taken by a process with another start time. A file whose owner runs, or whose owner cannot be told, stays. The names
      * of earlier versions, with the pid only, are reclaimed when no process has the pid.
      */
     static Reclaimed reclaim(Path dir, Path mine) throws IOException {
@@ -161,7 +161,9 @@ final class SharedMemoryFiles {
                 } catch (IOException e) {
                     continue;   // deleted meanwhile, or not ours to read
                 }
+                // a pid of another pid namespace (a container sharing this directory) says nothing here
                 if (!attributes.isRegularFile() || !me.equals(attributes.owner())
+                        || owner.get().pidNamespace() != ProcessStart.pidNamespace()
                         || ProcessStart.of(owner.get().pid(), owner.get().start()) != ProcessStart.Liveness.GONE) {
                     continue;
                 }
@@ -189,7 +191,7 @@ final class SharedMemoryFiles {
             return Optional.empty();
         }
         try {
-            return Optional.of(new SharedMemoryHandle.Owner(Long.parseLong(m.group(1)), 0));
+            return Optional.of(new SharedMemoryHandle.Owner(Long.parseLong(m.group(1)), 0, ProcessStart.pidNamespace()));
         } catch (NumberFormatException e) {
             return Optional.empty();
         }

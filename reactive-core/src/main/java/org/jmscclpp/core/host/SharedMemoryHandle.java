@@ -23,7 +23,7 @@ import org.jmscclpp.core.JmscclppException;
  *       0      1  version, 2
  *       1      1  reserved, 0
  *       2      2  N = length of the name in bytes, 1..{@value #MAX_NAME}
- *       4      N  file name, US-ASCII, matching {@code jmscclpp-<pid>-<start>-<16 hex digits>-<counter>}
+ *       4      N  file name, US-ASCII, matching {@code jmscclpp-<pid>-<start>-<pidns>-<16 hex digits>-<counter>}
  *     4+N      8  file size in bytes, at least 1 (signed, so at most 2^63 - 1)
  * </pre>
  *
@@ -40,18 +40,19 @@ record SharedMemoryHandle(String name, long fileSize) {
 
     /** 2 since the names carry their owner's start time (version 1 names had only the pid). */
     static final int VERSION = 2;
-    /** Longest name accepted; the names {@link #fileName} makes are at most 85 characters. */
+    /** Longest name accepted; the names {@link #fileName} makes are at most 105 characters. */
     static final int MAX_NAME = 128;
     private static final int HEADER = 4;
     private static final int TRAILER = 8;
     private static final Pattern NAME = Pattern.compile(
-            "jmscclpp-([0-9]{1,19})-([0-9]{1,19})-[0-9a-f]{16}-[0-9]{1,19}");
+            "jmscclpp-([0-9]{1,19})-([0-9]{1,19})-([0-9]{1,19})-[0-9a-f]{16}-[0-9]{1,19}");
 
     /**
      * The process that created a file: its pid and its {@linkplain ProcessStart start time}, which
-     * together tell it apart from any later process that reuses the pid.
+     * together tell it apart from any later process that reuses the pid, and its pid namespace
+     * ({@link ProcessStart#pidNamespace()}; 0 when unknown), which says whose pids they are.
      */
-    record Owner(long pid, long start) {
+    record Owner(long pid, long start, long pidNamespace) {
     }
 
     SharedMemoryHandle {
@@ -65,12 +66,12 @@ record SharedMemoryHandle(String name, long fileSize) {
 
     /**
      * The file name of buffer number {@code counter} of the backend instance {@code nonce} (16
-     * lower-case hex digits) in process {@code pid} that started at {@code start}
+     * lower-case hex digits) in process {@code pid} of the pid namespace {@code pidNamespace} that started at {@code start}
      * ({@link ProcessStart#current()}): unique across the processes and jobs that share a
      * directory, the only form {@link #decode} accepts, and what {@link #owner} reads back.
      */
-    static String fileName(long pid, long start, String nonce, long counter) {
-        return "jmscclpp-" + pid + "-" + start + "-" + nonce + "-" + counter;
+    static String fileName(long pid, long start, long pidNamespace, String nonce, long counter) {
+        return "jmscclpp-" + pid + "-" + start + "-" + pidNamespace + "-" + nonce + "-" + counter;
     }
 
     /** Whether {@code name} is a name {@link #fileName} could have made. */
@@ -88,7 +89,8 @@ record SharedMemoryHandle(String name, long fileSize) {
             return Optional.empty();
         }
         try {
-            return Optional.of(new Owner(Long.parseLong(m.group(1)), Long.parseLong(m.group(2))));
+            return Optional.of(new Owner(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)),
+                    Long.parseLong(m.group(3))));
         } catch (NumberFormatException e) {
             // 19 digits above Long.MAX_VALUE: no process has such a pid or start time
             return Optional.empty();

@@ -53,9 +53,9 @@ class SharedMemoryImportTest {
 
     @Test
     void handleWireFormIsTheDocumentedLayout() {
-        String name = SharedMemoryHandle.fileName(1234, 98765, "0123456789abcdef", 7);
-        assertEquals("jmscclpp-1234-98765-0123456789abcdef-7", name);
-        assertEquals(new SharedMemoryHandle.Owner(1234, 98765), SharedMemoryHandle.owner(name).orElseThrow());
+        String name = SharedMemoryHandle.fileName(1234, 98765, 4026531836L, "0123456789abcdef", 7);
+        assertEquals("jmscclpp-1234-98765-4026531836-0123456789abcdef-7", name);
+        assertEquals(new SharedMemoryHandle.Owner(1234, 98765, 4026531836L), SharedMemoryHandle.owner(name).orElseThrow());
         byte[] bytes = new SharedMemoryHandle(name, 0x0102030405L).encode();
         ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         assertEquals(2, in.get());

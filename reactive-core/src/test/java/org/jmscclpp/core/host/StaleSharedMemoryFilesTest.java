@@ -74,20 +74,23 @@ class StaleSharedMemoryFilesTest {
             SharedMemoryHandle.Owner liveOwner = SharedMemoryHandle.owner(liveFiles.getFirst().getFileName().toString())
                     .orElseThrow();
             Path reused = Files.write(dir.resolve(SharedMemoryHandle.fileName(liveOwner.pid(), liveOwner.start() - 1,
-                    "00000000000000aa", 0)), new byte[100]);
+                    ProcessStart.pidNamespace(), "00000000000000aa", 0)), new byte[100]);
             stale += 100;
             // a name of version 1, with the pid only, of a process that no longer runs
             Path pidOnly = Files.write(dir.resolve("jmscclpp-" + pid + "-00000000000000cc-0"), new byte[30]);
             stale += 30;
             // what is never touched: a link named like a stale file, names of other forms, another live name
             Path target = Files.write(elsewhere.resolve("target"), new byte[10]);
-            Path link = Files.createSymbolicLink(dir.resolve(SharedMemoryHandle.fileName(pid, 1, "00000000000000bb", 0)),
-                    target);
+            Path link = Files.createSymbolicLink(dir.resolve(SharedMemoryHandle.fileName(pid, 1,
+                    ProcessStart.pidNamespace(), "00000000000000bb", 0)), target);
+            // a file of a process of another pid namespace (a container sharing the directory): its pid means nothing here
+            Path otherNamespace = Files.write(dir.resolve(SharedMemoryHandle.fileName(pid, 1,
+                    ProcessStart.pidNamespace() + 1, "00000000000000ee", 0)), new byte[10]);
             Path oddName = Files.write(dir.resolve("jmscclpp-" + pid + "-1-nonce-0"), new byte[10]);
             Path pidOnlyLive = Files.write(dir.resolve("jmscclpp-" + liveOwner.pid() + "-00000000000000cc-0"),
                     new byte[10]);
             Path liveName = Files.write(dir.resolve(SharedMemoryHandle.fileName(liveOwner.pid(), liveOwner.start(),
-                    "00000000000000dd", 0)), new byte[10]);
+                    ProcessStart.pidNamespace(), "00000000000000dd", 0)), new byte[10]);
 
             try (ChildJvm next = ChildJvm.start(logs.resolve("next.log"), ShmChild.class, "leak", dir.toString(), "1",
                     "return")) {
@@ -101,7 +104,7 @@ class StaleSharedMemoryFilesTest {
             }
             assertFalse(Files.exists(reused), "a file of a pid now used by another process is reclaimed");
             assertFalse(Files.exists(pidOnly), "a version 1 name of a free pid is reclaimed");
-            for (Path kept : List.of(myFile, liveFiles.getFirst(), liveName, oddName, pidOnlyLive)) {
+            for (Path kept : List.of(myFile, liveFiles.getFirst(), liveName, oddName, pidOnlyLive, otherNamespace)) {
                 assertTrue(Files.isRegularFile(kept, LinkOption.NOFOLLOW_LINKS), kept + " was touched");
             }
             assertTrue(Files.isSymbolicLink(link), "a link is left alone");
