@@ -640,7 +640,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             }
             long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
             // read after done: a kernel sets its bit before the done word it writes after giving up
-            long abortWord = abortFlag.status();
+            long abortWord;
+            try {
+                abortWord = abortFlag.status();
+            } catch (JmscclppException e) {
+                continue;   // closed under this thread: the loop ends
+            }
             // a batch the stream got past completes unless the device recorded an error
             JmscclppException error = deviceError();
             if (error == null && abortWord != DeviceAbortFlag.NONE) {

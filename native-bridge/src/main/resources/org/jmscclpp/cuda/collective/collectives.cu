@@ -982,8 +982,7 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       }
       if (deadline.failed()) {
         stopOnAbort(c);
-      }
-      if (!sender) {
+      } else if (!sender) {
         for (int k = 0; k < 4; k++) {
           to[k].write(op.desc[k], flag);
         }
