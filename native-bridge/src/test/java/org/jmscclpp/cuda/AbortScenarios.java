@@ -378,7 +378,7 @@ public final class AbortScenarios {
                                    DeviceBuffer result) {
         return KernelArgs.builder()
                 .handle(MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES, semaphore.deviceHandle()::encode)
-                .pointer(flag.address()).i64(timeoutNs).pointer(result.address()).build();
+                .abortFlag(flag).i64(timeoutNs).pointer(result.address()).build();
     }
 
     private int resultOf(DeviceBuffer result, MemorySegment host) {

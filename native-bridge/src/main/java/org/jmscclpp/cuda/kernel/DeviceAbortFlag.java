@@ -17,8 +17,8 @@ import reactor.core.Disposable;
  * A communicator's {@link AbortSignal} as device code sees it: a 64-bit word of host-visible memory
  * (pinned and mapped into the GPU on the cuda backend) that is 0 while the job runs and set to
  * {@link #RAISED} the moment the signal is raised (a dead peer, an {@code abort} on any rank).
- * Kernels get the word as a parameter of type {@code jmscclpp::AbortFlag} (8 bytes: pass
- * {@link #address()} with {@link KernelArgs.Builder#pointer}) and give it to the waits of the device
+ * Kernels get the word as a parameter of type {@code jmscclpp::AbortFlag} (8 bytes: pass it
+ * with {@link KernelArgs.Builder#abortFlag}, which is {@link #address()} as a pointer) and give it to the waits of the device
  * API ({@code channel.wait(abort)}, {@code flush(abort)}, {@code unpackPackets(..., abort)}, ...):
  * such a wait looks at the word while it spins and returns {@code false} once it is set, instead
  * of spinning to its deadline and stopping the kernel with a trap, which would leave the CUDA
@@ -32,7 +32,7 @@ import reactor.core.Disposable;
  * try (DeviceAbortFlag abort = DeviceAbortFlag.create(communicator)) {
  *     KernelArgs args = KernelArgs.builder()
  *             .handle(MemoryChannel.DEVICE_HANDLE_BYTES, channel::encodeDeviceHandle)
- *             .pointer(abort.address())            // jmscclpp::AbortFlag abort
+ *             .abortFlag(abort)                     // jmscclpp::AbortFlag abort
  *             .build();
  *     stream.launch(kernel, LaunchConfig.of(1, 1), args);
  *     stream.synchronize(timeout, "my kernel");     // ends soon after an abort: no trap

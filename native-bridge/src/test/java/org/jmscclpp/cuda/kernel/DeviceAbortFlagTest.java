@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -114,6 +116,18 @@ class DeviceAbortFlagTest {
 
             word.set(ValueLayout.JAVA_LONG, 0, DeviceAbortFlag.PROXY_GONE);
             assertEquals(ErrorCode.SYSTEM_ERROR, flag.failure("kernel").orElseThrow().code());
+        }
+    }
+
+    @Test
+    void aKernelParameterCarriesTheWordsAddressAsOnePointer() {
+        try (DeviceAbortFlag flag = DeviceAbortFlag.create(backend, AbortSignal.create(), 0)) {
+            KernelArgs args = KernelArgs.builder().i32(1).abortFlag(flag).build();
+
+            assertEquals(8, args.offset(1));
+            assertEquals(DeviceAbortFlag.DEVICE_BYTES, args.size(1));
+            long slot = Pointer.nativeValue(args.params().getPointer(Native.POINTER_SIZE));
+            assertEquals(flag.address(), new Pointer(slot).getLong(0));
         }
     }
 

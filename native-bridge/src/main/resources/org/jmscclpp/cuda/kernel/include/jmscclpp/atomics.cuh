@@ -7,8 +7,9 @@
 #ifndef JMSCCLPP_ATOMICS_CUH_
 #define JMSCCLPP_ATOMICS_CUH_
 
-// How long any wait of the device API spins before it gives up and stops the kernel, in
-// nanoseconds of %globaltimer. Define it before including the headers to change it.
+// How long any wait of the device API spins before it gives up, in nanoseconds of %globaltimer:
+// it then stops the kernel, or, given an AbortFlag, raises the flag and returns false. Define it
+// before including the headers to change it.
 #ifndef JMSCCLPP_DEVICE_TIMEOUT_NS
 #define JMSCCLPP_DEVICE_TIMEOUT_NS 10000000000ULL
 #endif
