@@ -44,6 +44,10 @@ import org.jmscclpp.cuda.kernel.LaunchConfig;
  *       {@link #BOUND} (the device deadline is {@link #DEVICE_DEADLINE}); job 2 does the same with
  *       rank 0 aborting its own waiting call; job 3, on the same GPUs in the same processes, runs
  *       checked allreduces again;</li>
+ *   <li>{@code timeout-collective}: in job 1 (a collective timeout of {@link #SHORT}) rank 0
+ *       issues an allreduce that rank 1 never joins: it fails with TIMEOUT, its
+ *       kernel returns at its device deadline instead of trapping, and job 2 on the same GPUs runs
+ *       checked allreduces;</li>
  *   <li>{@code abort-kernel}: a kernel waiting on a memory semaphore that is never signalled, given
  *       a {@link DeviceAbortFlag}, returns when its deadline passes (the flag reads TIMEOUT, no trap)
  *       and, in a second launch, when rank 1 aborts the job (ABORTED within {@link #BOUND}); then
@@ -58,6 +62,8 @@ public final class AbortScenarios {
     static final Duration DEVICE_DEADLINE = Duration.ofSeconds(120);
     /** How long an abort may take to end a waiting call or kernel. */
     static final Duration BOUND = Duration.ofSeconds(5);
+    /** The collective timeout (host and device deadline) of timeout-collective's first job. */
+    static final Duration SHORT = Duration.ofSeconds(3);
     static final int TAG = 77;
     static final long COUNT_LL = 1000;
     static final long COUNT_LARGE = 1L << 20;
@@ -91,6 +97,7 @@ public final class AbortScenarios {
             switch (scenario) {
                 case "abort-collective" -> s.collective();
                 case "abort-kernel" -> s.kernel();
+                case "timeout-collective" -> s.timeoutCollective();
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
             say("OK " + scenario);
@@ -168,8 +175,63 @@ public final class AbortScenarios {
     }
 
     private static CollectiveComm collectiveComm(Job job) {
-        return CollectiveComm.create(job.comm(), CollectiveOptions.defaults().withTimeout(DEVICE_DEADLINE))
+        return collectiveComm(job, DEVICE_DEADLINE);
+    }
+
+    private static CollectiveComm collectiveComm(Job job, Duration timeout) {
+        return CollectiveComm.create(job.comm(), CollectiveOptions.defaults().withTimeout(timeout))
                 .block(DEVICE_DEADLINE.plusSeconds(30));
+    }
+
+    void timeoutCollective() {
+        try (Arena arena = Arena.ofConfined();
+             DeviceBuffer send = backend.allocate(COUNT_LARGE * 4);
+             DeviceBuffer recv = backend.allocate(COUNT_LARGE * 4)) {
+            MemorySegment host = arena.allocate(COUNT_LARGE * 4, 8);
+            for (long i = 0; i < COUNT_LARGE; i++) {
+                host.setAtIndex(ValueLayout.JAVA_INT, i, (rank + 1) * (int) (i % 1000 + 1));
+            }
+            backend.copyFromHost(send, 0, host);
+            Job job1 = job("address");
+            // no checked calls here: a peer still compiling a module past the short device deadline
+            // would look like one that never joined
+            CollectiveComm cc1 = collectiveComm(job1, SHORT);
+            job1.bootstrap().barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
+            if (rank == 0) {
+                long t0 = System.nanoTime();
+                Throwable failure = null;
+                try {
+                    cc1.with(CallOptions.algorithm("ll16")).allReduce(send, recv, COUNT_LL, DataType.INT32,
+                            ReduceOp.SUM).block(SHORT.plusSeconds(10));
+                } catch (JmscclppException e) {
+                    failure = e;
+                }
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                if (!(failure instanceof JmscclppException j) || j.code() != ErrorCode.TIMEOUT) {
+                    throw new AssertionError("an allreduce no peer joined did not fail with TIMEOUT: " + failure,
+                            failure);
+                }
+                say("OK job 1: the allreduce rank 1 never joined failed with TIMEOUT after " + ms + " ms: "
+                        + failure.getMessage());
+                // waits for the kernel, which returns at its device deadline instead of trapping
+                long t1 = System.nanoTime();
+                cc1.close();
+                say("OK job 1: closed in " + (System.nanoTime() - t1) / 1_000_000 + " ms (the kernel returned)");
+                job1.bootstrap().send(1, TAG, "ended".getBytes(StandardCharsets.UTF_8), TIMEOUT)
+                        .block(TIMEOUT.plusSeconds(5));
+            } else {
+                // rank 0's kernel reads this rank's memory until it returns
+                job1.bootstrap().recv(0, TAG, TIMEOUT).block(TIMEOUT.plusSeconds(5));
+                cc1.close();
+            }
+            job1.close();
+            Job job2 = job("address2");
+            CollectiveComm cc2 = collectiveComm(job2);
+            checkedAllReduces(cc2, job2, host, send, recv, "job 2 (same GPUs, after the timeout)");
+            job2.bootstrap().barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
+            cc2.close();
+            job2.close();
+        }
     }
 
     /** Allreduces of int32 sums, ll16 and rsag, every element checked. */

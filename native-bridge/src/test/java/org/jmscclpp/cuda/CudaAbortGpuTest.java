@@ -41,6 +41,11 @@ class CudaAbortGpuTest {
     }
 
     @Test
+    void aCollectivePastItsDeviceDeadlineFailsWithTimeoutWithoutATrapAndANewJobRuns() {
+        job("timeout-collective");
+    }
+
+    @Test
     void anAbortEndsAKernelWaitingOnASemaphoreWithoutATrapAndTheContextStaysUsable() {
         job("abort-kernel");
     }
