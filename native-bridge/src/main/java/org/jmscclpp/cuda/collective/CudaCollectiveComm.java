@@ -74,9 +74,9 @@ import reactor.core.publisher.MonoSink;
  *
  * <h2>Errors</h2>
  * Ranks whose calls differ stop in the kernels (see the kernel file) and this rank's completion
- * reports INVALID_USAGE with both descriptors; a stream that fails (a wait passed its device
- * deadline, which is the communicator's timeout) is SYSTEM_ERROR, a call past its deadline TIMEOUT,
- * a dead peer REMOTE_ERROR. {@link #asyncError()} reads the device's error record for the stream
+ * reports INVALID_USAGE with both descriptors; a call past its deadline is TIMEOUT (its kernels'
+ * waits give up at the same deadline on the device and return, see Abort below), a dead peer
+ * REMOTE_ERROR, a stream that fails (a peer's memory went away) SYSTEM_ERROR. {@link #asyncError()} reads the device's error record for the stream
  * form, as {@code ncclCommGetAsyncError} does.
  *
  * <h2>Abort</h2>
@@ -678,7 +678,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     stream.isIdle();
                 } catch (JmscclppException e) {
                     error = JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the collective stream failed (a kernel"
-                            + " stopped at its device deadline, or a peer's memory went away): " + e.detail())
+                            + " faulted, or a peer's memory went away): " + e.detail())
                             .rank(rank).phase("collective").cause(e).build();
                 }
             }
