@@ -1052,7 +1052,7 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (!mover && block == 0) {
+    if (!mover && block == 0 && verdict != kVerdictAborted) {
       // the other end moves: wait for its "done" (which carries its verdict on locating the data)
       Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
       uint2 done = mine[4].read(flag, deadline);
