@@ -40,6 +40,7 @@ import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.DeviceAbortFlag;
 import org.jmscclpp.cuda.kernel.DeviceKernels;
 import org.jmscclpp.cuda.kernel.Kernel;
 import org.jmscclpp.cuda.kernel.KernelArgs;
@@ -73,10 +74,19 @@ import reactor.core.publisher.MonoSink;
  *
  * <h2>Errors</h2>
  * Ranks whose calls differ stop in the kernels (see the kernel file) and this rank's completion
- * reports INVALID_USAGE with both descriptors; a stream that fails (a wait passed its device
- * deadline, which is the communicator's timeout) is SYSTEM_ERROR, a call past its deadline TIMEOUT,
- * a dead peer REMOTE_ERROR. {@link #asyncError()} reads the device's error record for the stream
+ * reports INVALID_USAGE with both descriptors; a call past its deadline is TIMEOUT (its kernels'
+ * waits give up at the same deadline on the device and return, see Abort below), a dead peer
+ * REMOTE_ERROR, a stream that fails (a peer's memory went away) SYSTEM_ERROR. {@link #asyncError()} reads the device's error record for the stream
  * form, as {@code ncclCommGetAsyncError} does.
+ *
+ * <h2>Abort</h2>
+ * The kernels' waits are given a {@link DeviceAbortFlag} of the communicator's
+ * {@link org.jmscclpp.core.AbortSignal}: when the job fails (a dead peer: REMOTE_ERROR; an
+ * {@link #abort} on any rank: ABORTED) the running kernels return within microseconds instead of
+ * waiting for their device deadline, the calls that had not completed fail with the signal's
+ * cause once the stream got past them, and the CUDA context stays usable: close this
+ * communicator and its {@code Communicator} and build a new job on the same GPU. A kernel wait that
+ * passes its device deadline returns the same way (TIMEOUT), without a trap.
  */
 public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
@@ -142,7 +152,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT);
 
     // the Comm structure of the kernel file
-    private static final int COMM_BYTES = 208;
+    private static final int COMM_BYTES = 216;
+    /** The bit a kernel ORs into the abort word once one of its waits gave up (collectives.cu's kAbortSeen). */
+    private static final long ABORT_SEEN = 1L << 8;
+    /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
+    private static final long ABORT_GRACE_NS = 2_000_000_000L;
     private static final int CALL_BYTES = 96;
     // the device state buffer: runs, failed, p2p counters, registration table, semaphores, Comm
     private static final long STATE_RUNS = 0;
@@ -191,6 +205,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceBuffer state;
     private final DeviceBuffer errorRecord;
     private final DeviceBuffer doneWord;
+    private final DeviceAbortFlag abortFlag;
     private final List<AutoCloseable> owned;
     /** Loaded kernels: the moving module's two, and "collective" of each (type, op) module; guarded by themselves. */
     private @Nullable Kernel moveCollective;
@@ -215,7 +230,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private CudaCollectiveComm(Communicator communicator, CollectiveOptions options, TuningTable tuning,
                                CudaBackend backend, Layout layout, CudaStream stream, DeviceBuffer scratch,
                                DeviceBuffer state, DeviceBuffer errorRecord, DeviceBuffer doneWord,
-                               List<AutoCloseable> owned) {
+                               DeviceAbortFlag abortFlag, List<AutoCloseable> owned) {
         super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
         this.backend = backend;
         this.layout = layout;
@@ -224,6 +239,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.state = state;
         this.errorRecord = errorRecord;
         this.doneWord = doneWord;
+        this.abortFlag = abortFlag;
         this.owned = owned;
         long comm = state.address() + STATE_COMM;
         this.collectiveArgs = KernelArgs.builder().pointer(comm).bytes(new byte[CALL_BYTES], 8).build();
@@ -267,6 +283,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             DeviceBuffer state = own(owned, cuda.allocate(STATE_BYTES));
             DeviceBuffer errorRecord = own(owned, cuda.allocateHostVisible(ERROR_WORDS * 8L));
             DeviceBuffer doneWord = own(owned, cuda.allocateHostVisible(64));
+            // set by the communicator's abort signal; every wait of the kernels looks at it
+            DeviceAbortFlag abortFlag = own(owned, DeviceAbortFlag.create(communicator));
             stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
             stream.fillAsync(state.address(), (byte) 0, state.size());
             stream.synchronize(timeout, "zeroing the collective scratch");
@@ -329,7 +347,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
-                    .putLong(layout.stagedBytes()).putLong(base + STATE_FAILED + 4).putLong(base + STATE_P2P_STATE);
+                    .putLong(layout.stagedBytes()).putLong(base + STATE_FAILED + 4).putLong(base + STATE_P2P_STATE)
+                    .putLong(abortFlag.address());
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
                         + " bytes, not " + COMM_BYTES).rank(rank).phase(phase).build();
@@ -337,7 +356,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             cuda.copyFromHost(state, STATE_COMM, MemorySegment.ofArray(c.array()));
 
             CudaCollectiveComm comm = new CudaCollectiveComm(communicator, options, tuning, cuda, layout, stream,
-                    scratch, state, errorRecord, doneWord, owned);
+                    scratch, state, errorRecord, doneWord, abortFlag, owned);
             // the kernels every job needs, compiled before anyone's first call waits on a peer's compile
             comm.kernel(null, null, "collective");
             communicator.bootstrap().barrier(timeout).timeout(timeout.plusSeconds(5)).block();
@@ -523,7 +542,25 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      */
     public Optional<JmscclppException> asyncError() {
         JmscclppException e = deviceError();
+        if (e == null && !isClosed()) {
+            e = abortFlag.failure("collective").orElse(null);
+        }
         return Optional.ofNullable(e != null ? e : failure().orElse(null));
+    }
+
+    /**
+     * The error of a batch whose kernels gave up: the abort signal's cause (ABORTED, REMOTE_ERROR
+     * naming the rank that failed first), or TIMEOUT for a device wait past its deadline.
+     */
+    private JmscclppException abortError(Pending head) {
+        JmscclppException peer = peerFailure();
+        JmscclppException e = peer != null ? peer : abortFlag.failure("collective").orElseThrow();
+        if (e.code() == ErrorCode.TIMEOUT) {
+            return JmscclppException.builder(ErrorCode.TIMEOUT, head.what() + ": a wait of its kernels passed the"
+                    + " device deadline (" + timeout + "); the kernels returned early").rank(rank)
+                    .tag(options.tag()).phase("collective").cause(e).build();
+        }
+        return e;
     }
 
     private @Nullable JmscclppException deviceError() {
@@ -584,6 +621,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         long idleSince = System.nanoTime();
         long lastQuery = idleSince;
         long park = 1_000;
+        long abortSince = 0;
         while (!isClosed()) {
             Pending head = pending.peek();
             long now = System.nanoTime();
@@ -601,11 +639,38 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 continue;
             }
             long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
+            // read after done: a kernel sets its bit before the done word it writes after giving up
+            long abortWord;
+            try {
+                abortWord = abortFlag.status();
+            } catch (JmscclppException e) {
+                continue;   // closed under this thread: the loop ends
+            }
             // a batch the stream got past completes unless the device recorded an error
             JmscclppException error = deviceError();
-            if (error == null && done < head.number()) {
-                // a peer that left after the batch completed did its part: only an unfinished batch fails
-                error = peerFailure();
+            if (error == null && abortWord != DeviceAbortFlag.NONE) {
+                if (done >= head.number()) {
+                    // kernels that finished without needing the flag did their part (a peer that left
+                    // after the batch completed, say); kernels that gave up left garbage
+                    if ((abortWord & ABORT_SEEN) != 0) {
+                        error = abortError(head);
+                    }
+                } else {
+                    // the kernels return soon after the word was set: the call fails once they ended,
+                    // so that its buffers are free, or after a grace if they do not
+                    if (abortSince == 0) {
+                        abortSince = now;
+                    }
+                    boolean ended;
+                    try {
+                        ended = stream.isIdle();
+                    } catch (JmscclppException e) {
+                        ended = true;
+                    }
+                    if (ended || now - abortSince > ABORT_GRACE_NS) {
+                        error = abortError(head);
+                    }
+                }
             }
             if (error == null && done < head.number() && now - lastQuery > 1_000_000) {
                 lastQuery = now;
@@ -613,7 +678,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     stream.isIdle();
                 } catch (JmscclppException e) {
                     error = JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the collective stream failed (a kernel"
-                            + " stopped at its device deadline, or a peer's memory went away): " + e.detail())
+                            + " faulted, or a peer's memory went away): " + e.detail())
                             .rank(rank).phase("collective").cause(e).build();
                 }
             }

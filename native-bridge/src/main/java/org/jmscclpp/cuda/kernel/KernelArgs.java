@@ -163,6 +163,16 @@ public final class KernelArgs {
             return scalar(8, buffer(8).putLong(address), "ptr 0x" + Long.toHexString(address));
         }
 
+        /**
+         * A {@code jmscclpp::AbortFlag} (the device side of {@link DeviceAbortFlag}: one pointer, 8
+         * bytes, 8-aligned): the waits of the device API given it return once the job is aborted
+         * instead of running to their deadline.
+         */
+        public Builder abortFlag(DeviceAbortFlag flag) {
+            long address = flag.address();
+            return scalar(8, buffer(8).putLong(address), "abort flag 0x" + Long.toHexString(address));
+        }
+
         /** An {@code int} (or {@code unsigned}): 4 bytes, 4-aligned. */
         public Builder i32(int value) {
             return scalar(4, buffer(4).putInt(value), "i32 " + value);

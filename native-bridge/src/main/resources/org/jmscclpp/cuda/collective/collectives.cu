@@ -6,7 +6,7 @@
 //   JMSCCLPP_T, _OP     a reducing module: the data type and reduction (ncclDataType_t, ncclRedOp_t
 //                       codes); it serves ALL_REDUCE, REDUCE_SCATTER and REDUCE
 //   JMSCCLPP_MOVE       a moving module: ALL_GATHER, BROADCAST, ALL_TO_ALL and the point-to-point kernel
-//   JMSCCLPP_DEVICE_TIMEOUT_NS  how long any wait spins before the kernel stops (a trap)
+//   JMSCCLPP_DEVICE_TIMEOUT_NS  how long any wait spins before it gives up (see Abort below)
 //
 // Entry points:
 //   collective(const Comm* comm, Call call)     one collective (or one staged piece of one)
@@ -19,6 +19,15 @@
 // communicator's kernels return at once. Getting a peer's descriptor of a run also means the peer's
 // stream reached this run, so everything it did before on its buffers is done: direct kernels write
 // into peers' buffers only after it.
+//
+// Abort: every wait is given the communicator's abort flag (Comm::abort, a word of pinned host
+// memory: org.jmscclpp.cuda.kernel.DeviceAbortFlag, which the host sets when the communicator's
+// AbortSignal is raised) and looks at it while it spins. A wait that finds it set, or that passes
+// its deadline (it then stores AbortTimeout into it), returns instead of trapping; the thread marks
+// the communicator aborted (failed = 2, so the kernels queued behind return at once) and ORs
+// kAbortSeen into the word, and the kernel ends with garbage results and the CUDA context usable.
+// The host fails every call that did not complete before kAbortSeen with the signal's cause (or
+// TIMEOUT), a call whose kernels finished without needing the flag succeeds.
 //
 // Runs: every collective kernel is one run; `comm->runs` (device memory) counts them, in kRunWords
 // equal words that each block reads at its start and the kernel advances at its end, so CUDA graph
@@ -73,6 +82,9 @@ constexpr u64 kMismatch = 1;
 constexpr u64 kUnknownRegistration = 2;
 constexpr u64 kP2pMismatch = 3;
 
+// The bit a kernel ORs into the abort word once one of its waits gave up (DeviceAbortFlag.SEEN).
+constexpr u64 kAbortSeen = 1ull << 8;
+
 static_assert(N >= 1 && N <= kMaxRanks, "1 to 8 ranks");
 
 // The communicator, built once by the Java side (CudaCollectiveComm's encoder writes these
@@ -99,6 +111,7 @@ struct Comm {
   u64 stagedBytes;                               // 184 bytes of each staged area
   u32* finished;                                 // 192 blocks of the running kernel that finished, for done
   u64* p2pState;                                 // 200 [2][kMaxRanks][4]: block 0's findings for the other blocks
+  u64* abort;                                    // 208 pinned, host-mapped: the abort word (DeviceAbortFlag)
 };
 
 // One collective, passed by value.
@@ -140,6 +153,24 @@ __device__ void fail(const Comm* c, u64 code, int peer, const u64* mine, const u
     __threadfence_system();
     jmscclpp::storeReleaseSys(e, code);
   }
+}
+
+// The communicator's abort flag, for the waits.
+__forceinline__ __device__ jmscclpp::AbortFlag abortFlag(const Comm* c) { return jmscclpp::AbortFlag{c->abort}; }
+
+// A wait of this thread gave up (the job was aborted, or a deadline passed and raised the flag):
+// marks the communicator aborted, so that the kernels queued behind this one return at once, and
+// tells the host that a kernel ended early (kAbortSeen).
+__device__ void stopOnAbort(const Comm* c) {
+  atomicExch(c->failed, 2u);
+  if (c->abort == nullptr) {
+    return;
+  }
+  u64 w = jmscclpp::loadRelaxedSys(c->abort);
+  if ((w & kAbortSeen) == 0) {
+    jmscclpp::storeRelaxedSys(c->abort, (w == 0 ? jmscclpp::AbortTimeout : w) | kAbortSeen);
+  }
+  __threadfence_system();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,8 +225,10 @@ __device__ bool exchangeDescriptors(const Comm* c, const Call& call, u64 run, u3
     }
   }
   __shared__ int bad;
+  __shared__ int quit;
   if (threadIdx.x == 0) {
     bad = -1;
+    quit = 0;
   }
   __syncthreads();
   if (threadIdx.x < N) {
@@ -206,17 +239,23 @@ __device__ bool exchangeDescriptors(const Comm* c, const Call& call, u64 run, u3
       }
     } else {
       const LL16Packet* from = packets(descSlot(c->scratch, c, half, q));
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
       for (int k = 0; k < 4; k++) {
         uint2 v = from[k].read(flag, deadline);
         peers[q][k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
       }
-      if (peers[q][0] != call.desc[0] || peers[q][1] != call.desc[1]) {
+      if (deadline.failed()) {
+        stopOnAbort(c);
+        quit = 1;
+      } else if (peers[q][0] != call.desc[0] || peers[q][1] != call.desc[1]) {
         atomicMax(&bad, q);
       }
     }
   }
   __syncthreads();
+  if (quit) {
+    return false;
+  }
   if (bad >= 0) {
     if (threadIdx.x == 0) {
       fail(c, kMismatch, bad, call.desc, peers[bad], run);
@@ -243,7 +282,9 @@ __device__ void blockBarrier(const Comm* c) {
   if (threadIdx.x < N - 1) {
     MemoryDevice2DeviceSemaphoreDeviceHandle s = c->sems[blockIdx.x * (N - 1) + threadIdx.x];
     s.signal();
-    s.wait(JMSCCLPP_DEVICE_TIMEOUT_NS);
+    if (!s.wait(abortFlag(c), JMSCCLPP_DEVICE_TIMEOUT_NS)) {
+      stopOnAbort(c);
+    }
   }
   __syncthreads();
 }
@@ -493,8 +534,8 @@ __device__ void llReduce(const Comm* c, const Call& call, u64 half, u32 flag, co
   const u64 nPackets = (bytes + 7) / 8;
   const bool ownAligned = aligned(own, 8);
   const bool outAligned = aligned(out, 8);
-  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
-  for (u64 i = gtid(); i < nPackets; i += gthreads()) {
+  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+  for (u64 i = gtid(); i < nPackets && !deadline.failed(); i += gthreads()) {
     jmscclpp::Vec8Reducer<T, Op> r;
 #pragma unroll
     for (int q = 0; q < N; q++) {
@@ -512,6 +553,9 @@ __device__ void llReduce(const Comm* c, const Call& call, u64 half, u32 flag, co
       }
     }
     storePayload(out, bytes, i, r.result(N), outAligned);
+  }
+  if (deadline.failed()) {
+    stopOnAbort(c);
   }
 }
 #endif  // JMSCCLPP_T
@@ -534,9 +578,12 @@ __device__ void llReceive(const Comm* c, int q, u64 half, u32 flag, char* out, u
   const char* slot = c->scratch + c->offLL + (half * N + q) * c->llSlotBytes;
   const u64 nPackets = (bytes + 7) / 8;
   const bool a8 = aligned(out, 8);
-  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
-  for (u64 k = gtid(); k < nPackets; k += gthreads()) {
+  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+  for (u64 k = gtid(); k < nPackets && !deadline.failed(); k += gthreads()) {
     storePayload(out, bytes, k, packets(const_cast<char*>(slot))[k].read(flag, deadline), a8);
+  }
+  if (deadline.failed()) {
+    stopOnAbort(c);
   }
 }
 
@@ -880,6 +927,9 @@ struct P2p {
   P2pOp ops[kMaxP2p];  // 8
 };
 
+// A verdict of this end alone: a wait gave up (the job was aborted); nothing moves, no error record.
+constexpr u32 kVerdictAborted = 4;
+
 constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
 constexpr u64 kPushMinBytes = 1ull << 20;
 
@@ -925,12 +975,14 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
           to[k].write(op.desc[k], flag);
         }
       }
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
       for (int k = 0; k < 4; k++) {
         uint2 v = mine[k].read(flag, deadline);
         theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
       }
-      if (!sender) {
+      if (deadline.failed()) {
+        stopOnAbort(c);
+      } else if (!sender) {
         for (int k = 0; k < 4; k++) {
           to[k].write(op.desc[k], flag);
         }
@@ -945,12 +997,12 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       bool same = (sw & 0xFF) == 7 && (rw & 0xFF) == 8 && ((sw >> 8) & 0xFF) == ((rw >> 8) & 0xFF) &&
                   ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
                   (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
-      verdict = same ? 0 : 1;
+      verdict = deadline.failed() ? kVerdictAborted : same ? 0 : 1;
       // a registered receive buffer is stored into from kPushMinBytes up; below, the one hop fewer of a
       // copy by the receiver wins (measured on 2 x H200: 1 KiB 6.8 µs pulled, 8.6 pushed)
       push = (recvDesc[3] >> 63) != 0 && op.bytes >= kPushMinBytes;
       remote = nullptr;
-      if (same && op.bytes > 0 && push == sender) {
+      if (verdict == 0 && op.bytes > 0 && push == sender) {
         remote = push ? registered(c, i, recvDesc[3])
                       : (sendDesc[2] >> 63) == 0
                             ? c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N)
@@ -966,16 +1018,29 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       atomicExch(reinterpret_cast<unsigned long long*>(shared), number);
     } else {
       // block 0 of this launch started before this one: wait for what it found
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+      bool found = true;
       while (atomicAdd(reinterpret_cast<unsigned long long*>(shared), 0ull) != number) {
         if (deadline.expired()) {
-          JMSCCLPP_FAIL("point to point: block 0 did not read the other end's descriptor in time");
+          if (!deadline.aborted) {
+            JMSCCLPP_GIVE_UP(deadline, jmscclpp::AbortTimeout,
+                             "point to point: block 0 did not read the other end's descriptor in time");
+          }
+          found = false;
+          break;
         }
       }
       __threadfence();
-      remote = reinterpret_cast<char*>(shared[1]);
-      verdict = static_cast<u32>(shared[2]);
-      push = static_cast<int>(shared[3]);
+      if (found) {
+        remote = reinterpret_cast<char*>(shared[1]);
+        verdict = static_cast<u32>(shared[2]);
+        push = static_cast<int>(shared[3]);
+      } else {
+        stopOnAbort(c);
+        remote = nullptr;
+        verdict = kVerdictAborted;
+        push = 0;
+      }
     }
   }
   __syncthreads();
@@ -987,15 +1052,18 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (!mover && block == 0) {
+    if (!mover && block == 0 && verdict != kVerdictAborted) {
       // the other end moves: wait for its "done" (which carries its verdict on locating the data)
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS);
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
       uint2 done = mine[4].read(flag, deadline);
-      if (verdict == 0 && done.x != 0) {
+      if (deadline.failed()) {
+        stopOnAbort(c);
+        verdict = kVerdictAborted;
+      } else if (verdict == 0 && done.x != 0) {
         verdict = done.x;
       }
     }
-    if (verdict != 0 && block == 0) {
+    if ((verdict == 1 || verdict == 2) && block == 0) {
       fail(c, verdict == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
     }
     // a pushing sender's stores into the peer must reach it before its "done"; the other cases write

@@ -4,6 +4,8 @@
 //
 //   d2dPingPong(MemoryDevice2DeviceSemaphoreDeviceHandle s, int rank, int iters, unsigned long long* elapsedNs)
 //   h2dWait(Host2DeviceSemaphoreDeviceHandle s, int count, int* ok)
+//   d2dWaitOrAbort(MemoryDevice2DeviceSemaphoreDeviceHandle s, jmscclpp::AbortFlag abort,
+//                  unsigned long long timeoutNs, int* result)
 #include "jmscclpp/jmscclpp.cuh"
 
 using jmscclpp::Host2DeviceSemaphoreDeviceHandle;
@@ -48,4 +50,15 @@ extern "C" __global__ void h2dWait(Host2DeviceSemaphoreDeviceHandle s, int count
   }
   bool consumedAll = *s.expectedInbound == before + static_cast<unsigned long long>(count < 0 ? 0 : count);
   *ok = consumedAll && !s.poll() ? 1 : 0;
+}
+
+// One wait for the peer's signal that also ends on `abort` (a DeviceAbortFlag's address) or after
+// timeoutNs: stores into *result 1 when the signal arrived, 2 when the wait gave up (the job was
+// aborted, or the deadline passed and the wait raised the flag with AbortTimeout). Never traps.
+extern "C" __global__ void d2dWaitOrAbort(MemoryDevice2DeviceSemaphoreDeviceHandle s, jmscclpp::AbortFlag abort,
+                                          unsigned long long timeoutNs, int* result) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) {
+    return;
+  }
+  *result = s.wait(abort, timeoutNs) ? 1 : 2;
 }

@@ -164,3 +164,41 @@ extern "C" __global__ void apiMemoryChannel(jmscclpp::MemoryChannelDeviceHandle 
   ch.relaxedWait(1000);
   *i = ch.poll() ? 1 : 0;
 }
+
+// Every wait that takes an AbortFlag (DeviceAbortFlag's word): they return false instead of
+// trapping; each result is folded into *ok so that none is optimised away.
+extern "C" __global__ void apiAbort(jmscclpp::AbortFlag abort, jmscclpp::Host2DeviceSemaphoreDeviceHandle h2d,
+                                    jmscclpp::MemoryDevice2DeviceSemaphoreDeviceHandle d2d,
+                                    jmscclpp::PortChannelDeviceHandle port, jmscclpp::MemoryChannelDeviceHandle mem,
+                                    void* data, int* ok) {
+  using namespace jmscclpp;
+  bool all = true;
+  all &= h2d.wait(abort);
+  all &= h2d.relaxedWait(abort, 1000);
+  all &= d2d.wait(abort);
+  all &= d2d.relaxedWait(abort, 1000);
+  Deadline shared(1000, abort);
+  all &= d2d.wait(shared);
+  all &= mem.wait(abort);
+  all &= mem.relaxedWait(abort, 1000);
+  all &= mem.unpackPackets<LL16Packet>(16, 8, 64, threadIdx.x, blockDim.x, 1u, abort);
+  all &= mem.unpackPackets<LL8Packet>(16, 8, 64, threadIdx.x, blockDim.x, 1u, abort, 1000);
+  all &= copyFromPackets<LL16Packet>(data, mem.packetBuffer, 64, threadIdx.x, blockDim.x, 1u, abort);
+  bool got = false;
+  static_cast<const LL16Packet*>(mem.packetBuffer)->read(1u, abort, got);
+  all &= got;
+  static_cast<const LL8Packet*>(mem.packetBuffer)->read(1u, abort, got, 1000);
+  all &= got;
+  all &= port.put(0, 8, 64, abort) != FifoPushFailed;
+  all &= port.signal(abort) != FifoPushFailed;
+  all &= port.putWithSignal(0, 8, 64, abort) != FifoPushFailed;
+  all &= port.flush(abort);
+  all &= port.flush(abort, 1000);
+  all &= port.putWithSignalAndFlush(0, 8, 64, abort);
+  all &= port.wait(abort, 1000);
+  u64 pos = port.fifo.push(port.trigger(TriggerData, 0, 0, 8), abort);
+  all &= port.fifo.sync(pos, abort);
+  all &= !abort.raised();
+  abort.raise(AbortTimeout);
+  *ok = all ? static_cast<int>(abort.status()) : -1;
+}

@@ -7,8 +7,9 @@
 #ifndef JMSCCLPP_ATOMICS_CUH_
 #define JMSCCLPP_ATOMICS_CUH_
 
-// How long any wait of the device API spins before it gives up and stops the kernel, in
-// nanoseconds of %globaltimer. Define it before including the headers to change it.
+// How long any wait of the device API spins before it gives up, in nanoseconds of %globaltimer:
+// it then stops the kernel, or, given an AbortFlag, raises the flag and returns false. Define it
+// before including the headers to change it.
 #ifndef JMSCCLPP_DEVICE_TIMEOUT_NS
 #define JMSCCLPP_DEVICE_TIMEOUT_NS 10000000000ULL
 #endif
@@ -109,26 +110,110 @@ __forceinline__ __device__ u64 globalTimerNs() {
   return t;
 }
 
-// The end of a wait. The clock starts at the first call of expired(), so a wait whose condition
-// already holds never reads the timer: deadlines cost the fast path nothing.
+// ------------------------------------------------------------------------------------------------
+// The abort word (org.jmscclpp.cuda.kernel.DeviceAbortFlag)
+//
+// A 64-bit word in pinned host memory mapped into the GPU, one per flag the host made for a
+// communicator: 0 while the job runs; the host stores AbortRaised when the communicator's
+// AbortSignal is raised (a dead peer, an abort on any rank), and a device wait given the flag
+// stores AbortTimeout or AbortProxyGone when it gives up, so that every other wait given the same
+// flag ends too. Waits given a flag look at the word every JMSCCLPP_ABORT_CHECK_NS of spinning
+// (never on the fast path: a wait whose condition holds at once, or soon, reads only its own
+// words), and on finding it set return false instead of stopping the kernel; so does a wait that
+// passes its deadline, or whose proxy is gone, after setting the word. The kernel then returns
+// with garbage results, which nobody uses, and the CUDA context stays usable.
+
+constexpr u64 AbortNone = 0;       // the job runs
+constexpr u64 AbortRaised = 1;     // the host raised the communicator's abort signal
+constexpr u64 AbortTimeout = 2;    // a device wait given the flag passed its deadline
+constexpr u64 AbortProxyGone = 3;  // a device wait given the flag found its proxy stopped or failed
+
+// How often, in nanoseconds of spinning, a wait given an abort flag reads the word (a PCIe read).
+#ifndef JMSCCLPP_ABORT_CHECK_NS
+#define JMSCCLPP_ABORT_CHECK_NS 20000ULL
+#endif
+
+// A communicator's abort word as kernels get it: 8 bytes, passed by value as a kernel parameter
+// (the host passes DeviceAbortFlag#address()) or kept in a structure of the kernel's own. A null
+// word is no flag: waits given it stop the kernel at their deadline, as waits without one do.
+struct AbortFlag {
+  u64* word;
+
+  // The word's value (AbortNone while the job runs); one read of host memory.
+  __forceinline__ __device__ u64 status() const { return word == nullptr ? AbortNone : loadRelaxedSys(word); }
+
+  // Whether the job was aborted, or a wait given this flag gave up.
+  __forceinline__ __device__ bool raised() const { return status() != AbortNone; }
+
+  // Stores `code` unless the word holds a code already (a race between two first codes keeps one
+  // of them: both say the job is over). System scope: the host and the other blocks read it.
+  __forceinline__ __device__ void raise(u64 code) const {
+    if (word != nullptr && loadRelaxedSys(word) == AbortNone) {
+      storeRelaxedSys(word, code);
+      __threadfence_system();
+    }
+  }
+};
+
+// The end of a wait: its deadline and, optionally, the abort flag it also ends on. The clock
+// starts at the first call of expired(), so a wait whose condition already holds never reads the
+// timer: deadlines cost the fast path nothing. Once expired() answered true it keeps answering
+// true, so the later waits of a thread that share one Deadline (a loop of packet reads) end at
+// once.
 struct Deadline {
   u64 timeoutNs;
   u64 end;
+  u64 nextAbortCheck;
+  u64* abortWord;
   bool started;
+  bool over;
+  bool aborted;
 
-  __forceinline__ __device__ explicit Deadline(u64 timeoutNs) : timeoutNs(timeoutNs), end(0), started(false) {}
+  __forceinline__ __device__ explicit Deadline(u64 timeoutNs, AbortFlag abort = AbortFlag{nullptr})
+      : timeoutNs(timeoutNs), end(0), nextAbortCheck(0), abortWord(abort.word), started(false), over(false),
+        aborted(false) {}
 
-  // Whether the deadline has passed; the first call starts the clock and answers false.
+  // Whether the wait must end: the deadline passed, or the abort word is set (looked at every
+  // JMSCCLPP_ABORT_CHECK_NS). The first call starts the clock and answers false.
   __forceinline__ __device__ bool expired() {
+    if (over) {
+      return true;
+    }
     u64 now = globalTimerNs();
     if (!started) {
       started = true;
       // saturated: a timeout of centuries must not wrap around to the past
       end = timeoutNs > ~0ULL - now ? ~0ULL : now + timeoutNs;
+      nextAbortCheck = now + JMSCCLPP_ABORT_CHECK_NS;
       return false;
     }
-    return now >= end;
+    if (abortWord != nullptr && now >= nextAbortCheck) {
+      nextAbortCheck = now + JMSCCLPP_ABORT_CHECK_NS;
+      if (loadRelaxedSys(abortWord) != AbortNone) {
+        over = true;
+        aborted = true;
+        return true;
+      }
+    }
+    if (now >= end) {
+      over = true;
+    }
+    return over;
   }
+
+  // Whether this deadline's waits gave up (expired, aborted, or a proxy gone): their results are
+  // garbage.
+  __forceinline__ __device__ bool failed() const { return over; }
+
+  // Whether a wait may return instead of stopping the kernel: it was given an abort flag.
+  __forceinline__ __device__ bool abortable() const { return abortWord != nullptr; }
+
+  // Ends a wait that cannot succeed: `code` says why (AbortTimeout past the deadline,
+  // AbortProxyGone when its proxy stopped; ignored when the word was found set). With an abort
+  // flag, stores the code into the word (every other wait given the flag then ends too) and
+  // returns false; without one, stops the kernel with `message` (see fail()).
+  __forceinline__ __device__ bool giveUp(u64 code, const char* message, const char* file, unsigned line,
+                                         const char* function);
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -137,13 +222,30 @@ struct Deadline {
 // Stops the kernel: a device-side assertion failure carrying `message`, which the driver prints
 // with the file, line, function, block and thread, and which ends the launch with
 // CUDA_ERROR_ASSERT (the context is unusable afterwards, as after any trap). Every wait of the
-// device API ends here at its deadline, or when the proxy it waits for has stopped or failed,
-// instead of spinning forever as MSCCL++'s release builds do.
+// device API that was given no abort flag ends here at its deadline, or when the proxy it waits
+// for has stopped or failed, instead of spinning forever as MSCCL++'s release builds do; waits
+// given a flag return instead (Deadline::giveUp).
 __forceinline__ __device__ void fail(const char* message, const char* file, unsigned line, const char* function) {
   __assertfail(message, file, line, function, 1);
   // not reached; stops the kernel even where the assertion handler returns
   __trap();
 }
+
+__forceinline__ __device__ bool Deadline::giveUp(u64 code, const char* message, const char* file, unsigned line,
+                                                 const char* function) {
+  over = true;
+  if (abortWord == nullptr) {
+    fail(message, file, line, function);
+    return false;
+  }
+  if (!aborted) {
+    AbortFlag{abortWord}.raise(code);
+  }
+  return false;
+}
+
+// Deadline::giveUp naming the calling line.
+#define JMSCCLPP_GIVE_UP(deadline, code, message) (deadline).giveUp(code, message, __FILE__, __LINE__, __func__)
 
 }  // namespace jmscclpp
 

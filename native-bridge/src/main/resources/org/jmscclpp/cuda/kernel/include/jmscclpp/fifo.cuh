@@ -21,6 +21,10 @@ enum FifoPushStatus : u32 {
   FifoPushProxyGone = 2,
 };
 
+// What push returns when it gave up (a deadline with an abort flag, see AbortFlag). It claimed no
+// position: the ring stays usable.
+constexpr u64 FifoPushFailed = ~0ULL;
+
 // What a kernel needs to push into a Fifo: 40 bytes, Fifo#encodeDeviceHandle's order.
 //
 // triggers, tail and the state word are in the fifo's pinned host buffer (the proxy polls the
@@ -109,17 +113,24 @@ struct FifoDeviceHandle {
     return tryPush(trigger, deadline, pos);
   }
 
-  // Appends `trigger` (bit 63 of snd is ignored) and returns its position, as tryPush. Stops the
-  // kernel (JMSCCLPP_FAIL) when the ring stays full past `deadline` or when the proxy stopped or
-  // failed while this thread waited for room; having claimed nothing, it leaves the ring usable.
+  // Appends `trigger` (bit 63 of snd is ignored) and returns its position, as tryPush. When the
+  // ring stays full past `deadline` or the proxy stopped or failed while this thread waited for
+  // room, stops the kernel (JMSCCLPP_FAIL), or, when the deadline carries an abort flag, raises it
+  // and returns FifoPushFailed (also when the flag was raised while it waited). Having claimed
+  // nothing, it leaves the ring usable either way.
   __forceinline__ __device__ u64 push(ProxyTrigger trigger, Deadline& deadline) {
     u64 pos = 0;
     FifoPushStatus status = tryPush(trigger, deadline, &pos);
     if (status == FifoPushProxyGone) {
-      JMSCCLPP_FAIL("fifo push: the proxy stopped or failed while the ring was full");
+      JMSCCLPP_GIVE_UP(deadline, AbortProxyGone, "fifo push: the proxy stopped or failed while the ring was full");
+      return FifoPushFailed;
     }
     if (status == FifoPushTimedOut) {
-      JMSCCLPP_FAIL("fifo push: the ring stayed full past the deadline (the proxy does not consume)");
+      if (!deadline.aborted) {
+        JMSCCLPP_GIVE_UP(deadline, AbortTimeout,
+                         "fifo push: the ring stayed full past the deadline (the proxy does not consume)");
+      }
+      return FifoPushFailed;
     }
     return pos;
   }
@@ -130,21 +141,37 @@ struct FifoDeviceHandle {
     return push(trigger, deadline);
   }
 
+  // push that also ends on `abort`: FifoPushFailed when it gave up (see AbortFlag).
+  __forceinline__ __device__ u64 push(ProxyTrigger trigger, AbortFlag abort,
+                                      u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return push(trigger, deadline);
+  }
+
   // Returns once the proxy has consumed position `pos` (its tail passed it), with acquire: what
   // the proxy wrote before moving its tail is visible. Returns at once for a consumed position.
-  // Stops the kernel past `deadline`, or when the proxy stopped or failed before consuming `pos`.
-  __forceinline__ __device__ void sync(u64 pos, Deadline& deadline) {
+  // Returns true then. Past `deadline`, or when the proxy stopped or failed before consuming
+  // `pos`, stops the kernel, or, when the deadline carries an abort flag, raises it and returns
+  // false (also when the flag was raised while it waited, or for pos FifoPushFailed).
+  __forceinline__ __device__ bool sync(u64 pos, Deadline& deadline) {
+    if (pos == FifoPushFailed) {
+      return false;
+    }
     while (true) {
       u64 t = loadAcquireSys(tail);
       if (pos < t) {
         maxRelaxedGpu(tailCache, t);
-        return;
+        return true;
       }
       if (proxyGone()) {
-        JMSCCLPP_FAIL("fifo sync: the proxy stopped or failed before consuming the position");
+        return JMSCCLPP_GIVE_UP(deadline, AbortProxyGone,
+                                "fifo sync: the proxy stopped or failed before consuming the position");
       }
       if (deadline.expired()) {
-        JMSCCLPP_FAIL("fifo sync: the position was not consumed before the deadline");
+        if (deadline.aborted) {
+          return false;
+        }
+        return JMSCCLPP_GIVE_UP(deadline, AbortTimeout, "fifo sync: the position was not consumed before the deadline");
       }
     }
   }
@@ -153,6 +180,12 @@ struct FifoDeviceHandle {
   __forceinline__ __device__ void sync(u64 pos, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
     Deadline deadline(timeoutNs);
     sync(pos, deadline);
+  }
+
+  // sync that also ends on `abort` (see AbortFlag): false when it gave up.
+  __forceinline__ __device__ bool sync(u64 pos, AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return sync(pos, deadline);
   }
 };
 

@@ -201,6 +201,17 @@ struct MemoryChannelDeviceHandle {
                             timeoutNs);
   }
 
+  // unpackPackets that also ends on `abort` (see AbortFlag): true once this thread's packets all
+  // arrived; false when the job was aborted or `timeoutNs` passed (which raises the flag).
+  template <typename Packet = LL16Packet>
+  __forceinline__ __device__ bool unpackPackets(u64 targetOffset, u64 originOffset, u64 bytes, u32 threadId,
+                                                u32 numThreads, u32 flag, AbortFlag abort,
+                                                u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    return copyFromPackets<Packet>(static_cast<char*>(src) + originOffset,
+                                   static_cast<const char*>(packetBuffer) + targetOffset, bytes, threadId, numThreads,
+                                   flag, abort, timeoutNs);
+  }
+
   // ---- semaphore
 
   // Raises the peer's semaphore after this thread's earlier writes (and its block's, up to the
@@ -214,6 +225,16 @@ struct MemoryChannelDeviceHandle {
 
   __forceinline__ __device__ void relaxedWait(u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
     semaphore.relaxedWait(timeoutNs);
+  }
+
+  // wait that also ends on `abort` (see AbortFlag): true once the peer's signal arrived; false
+  // when the job was aborted or `timeoutNs` passed (which raises the flag).
+  __forceinline__ __device__ bool wait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    return semaphore.wait(abort, timeoutNs);
+  }
+
+  __forceinline__ __device__ bool relaxedWait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    return semaphore.relaxedWait(abort, timeoutNs);
   }
 
   // Consumes one signal of the peer if one has arrived that was not consumed yet; never waits.

@@ -55,13 +55,17 @@ struct alignas(16) LL16Packet {
     return f1 == flag && f2 == flag;
   }
 
-  // Waits until the packet carries `flag` in both halves and returns its payload. Stops the
-  // kernel past `deadline`.
+  // Waits until the packet carries `flag` in both halves and returns its payload. Past
+  // `deadline` stops the kernel, or, when the deadline carries an abort flag, raises it and
+  // returns garbage (deadline.failed() tells); returns garbage once the abort word is set.
   __forceinline__ __device__ Payload read(u32 flag, Deadline& deadline) const {
     Payload out;
     while (!readOnce(flag, out)) {
       if (deadline.expired()) {
-        JMSCCLPP_FAIL("LL16 packet read: the packet did not arrive before the deadline");
+        if (!deadline.aborted) {
+          JMSCCLPP_GIVE_UP(deadline, AbortTimeout, "LL16 packet read: the packet did not arrive before the deadline");
+        }
+        break;
       }
     }
     return out;
@@ -70,6 +74,15 @@ struct alignas(16) LL16Packet {
   __forceinline__ __device__ Payload read(u32 flag, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) const {
     Deadline deadline(timeoutNs);
     return read(flag, deadline);
+  }
+
+  // read that also ends on `abort`: `ok` tells whether the payload is the packet's.
+  __forceinline__ __device__ Payload read(u32 flag, AbortFlag abort, bool& ok,
+                                          u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) const {
+    Deadline deadline(timeoutNs, abort);
+    Payload out = read(flag, deadline);
+    ok = !deadline.failed();
+    return out;
   }
 
   // Zeroes the packet (flag 0: nothing a reader accepts).
@@ -97,13 +110,17 @@ struct alignas(8) LL8Packet {
     return f == expectedFlag;
   }
 
-  // Waits until the packet carries `expectedFlag` and returns its data. Stops the kernel past
-  // `deadline`.
+  // Waits until the packet carries `expectedFlag` and returns its data. Past `deadline` stops
+  // the kernel, or, when the deadline carries an abort flag, raises it and returns garbage
+  // (deadline.failed() tells); returns garbage once the abort word is set.
   __forceinline__ __device__ Payload read(u32 expectedFlag, Deadline& deadline) const {
     Payload out;
     while (!readOnce(expectedFlag, out)) {
       if (deadline.expired()) {
-        JMSCCLPP_FAIL("LL8 packet read: the packet did not arrive before the deadline");
+        if (!deadline.aborted) {
+          JMSCCLPP_GIVE_UP(deadline, AbortTimeout, "LL8 packet read: the packet did not arrive before the deadline");
+        }
+        break;
       }
     }
     return out;
@@ -112,6 +129,15 @@ struct alignas(8) LL8Packet {
   __forceinline__ __device__ Payload read(u32 expectedFlag, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) const {
     Deadline deadline(timeoutNs);
     return read(expectedFlag, deadline);
+  }
+
+  // read that also ends on `abort`: `ok` tells whether the payload is the packet's.
+  __forceinline__ __device__ Payload read(u32 expectedFlag, AbortFlag abort, bool& ok,
+                                          u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) const {
+    Deadline deadline(timeoutNs, abort);
+    Payload out = read(expectedFlag, deadline);
+    ok = !deadline.failed();
+    return out;
   }
 
   __forceinline__ __device__ void clear() { write(0u, 0u); }
@@ -137,17 +163,19 @@ __forceinline__ __device__ void copyToPackets(void* packets, const void* data, u
 
 // Waits for each of the packets at `packets` to carry `flag` and unpacks their `payloadBytes` of
 // payload into `data`, split among the threads as copyToPackets splits. `deadline` bounds this
-// thread's whole share; past it the kernel stops.
+// thread's whole share; past it the kernel stops, or, when the deadline carries an abort flag,
+// the rest of the share is garbage and the result false (also once the abort word is set).
 template <typename Packet>
-__forceinline__ __device__ void copyFromPackets(void* data, const void* packets, u64 payloadBytes, u32 threadId,
+__forceinline__ __device__ bool copyFromPackets(void* data, const void* packets, u64 payloadBytes, u32 threadId,
                                                 u32 numThreads, u32 flag, Deadline& deadline) {
   typedef typename Packet::Payload Payload;
   Payload* to = static_cast<Payload*>(data);
   const Packet* from = static_cast<const Packet*>(packets);
   u64 count = payloadBytes / sizeof(Payload);
-  for (u64 i = threadId; i < count; i += numThreads) {
+  for (u64 i = threadId; i < count && !deadline.failed(); i += numThreads) {
     to[i] = from[i].read(flag, deadline);
   }
+  return !deadline.failed();
 }
 
 template <typename Packet>
@@ -156,6 +184,16 @@ __forceinline__ __device__ void copyFromPackets(void* data, const void* packets,
                                                 u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
   Deadline deadline(timeoutNs);
   copyFromPackets<Packet>(data, packets, payloadBytes, threadId, numThreads, flag, deadline);
+}
+
+// copyFromPackets that also ends on `abort`: false when the job was aborted or the deadline
+// passed (which raises the flag) before this thread's share arrived.
+template <typename Packet>
+__forceinline__ __device__ bool copyFromPackets(void* data, const void* packets, u64 payloadBytes, u32 threadId,
+                                                u32 numThreads, u32 flag, AbortFlag abort,
+                                                u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+  Deadline deadline(timeoutNs, abort);
+  return copyFromPackets<Packet>(data, packets, payloadBytes, threadId, numThreads, flag, deadline);
 }
 
 // Zeroes the packets that carry `payloadBytes` of payload, split among the threads as above.

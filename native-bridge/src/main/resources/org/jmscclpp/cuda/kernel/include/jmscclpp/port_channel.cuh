@@ -8,6 +8,11 @@
 // the peer's signals and belong to one thread at a time. Offsets and sizes are not checked here:
 // the proxy checks each trigger, and one outside its memory makes the proxy fail, which ends the
 // waits below (the fifo's state word) instead of letting them spin to their deadline.
+//
+// Every verb that may wait has a form that takes an AbortFlag (atomics.cuh): it returns instead of
+// stopping the kernel when it gives up (deadline passed, proxy gone: the flag is raised then) or
+// when the job is aborted (the proxy of an aborted communicator stops, and the flag is set):
+// pushes return FifoPushFailed, the others false.
 #ifndef JMSCCLPP_PORT_CHANNEL_CUH_
 #define JMSCCLPP_PORT_CHANNEL_CUH_
 
@@ -63,6 +68,17 @@ struct PortChannelDeviceHandle {
 
   __forceinline__ __device__ u64 putWithSignal(u64 offset, u64 size) { return putWithSignal(offset, offset, size); }
 
+  // put, signal and putWithSignal that end on `abort`: FifoPushFailed when the push gave up.
+  __forceinline__ __device__ u64 put(u64 dstOffset, u64 srcOffset, u64 size, AbortFlag abort) {
+    return fifo.push(trigger(TriggerData, dstOffset, srcOffset, size), abort);
+  }
+
+  __forceinline__ __device__ u64 signal(AbortFlag abort) { return fifo.push(trigger(TriggerFlag, 0, 0, 0), abort); }
+
+  __forceinline__ __device__ u64 putWithSignal(u64 dstOffset, u64 srcOffset, u64 size, AbortFlag abort) {
+    return fifo.push(trigger(TriggerData | TriggerFlag, dstOffset, srcOffset, size), abort);
+  }
+
   // Pushes a SYNC trigger and returns once the proxy's flush of the connection covered it: every
   // put and signal pushed before for this connection (by any thread) is then at the peer.
   // `timeoutNs` bounds push and wait together; past it, or once the proxy stopped or failed, the
@@ -84,6 +100,24 @@ struct PortChannelDeviceHandle {
                  "port channel putWithSignalAndFlush: the flush did not complete before the deadline");
   }
 
+  // flush that ends on `abort`: true once the flush covered the trigger, false when it gave up.
+  __forceinline__ __device__ bool flush(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    u64 pos = fifo.push(trigger(TriggerSync, 0, 0, 0), deadline);
+    return awaitFlushed(pos, deadline, "port channel flush: the proxy stopped or failed before the flush completed",
+                        "port channel flush: the flush did not complete before the deadline");
+  }
+
+  // putWithSignalAndFlush that ends on `abort`: true once the flush covered it, false when it gave up.
+  __forceinline__ __device__ bool putWithSignalAndFlush(u64 dstOffset, u64 srcOffset, u64 size, AbortFlag abort,
+                                                        u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    u64 pos = fifo.push(trigger(TriggerData | TriggerFlag | TriggerSync, dstOffset, srcOffset, size), deadline);
+    return awaitFlushed(pos, deadline,
+                        "port channel putWithSignalAndFlush: the proxy stopped or failed before the flush completed",
+                        "port channel putWithSignalAndFlush: the flush did not complete before the deadline");
+  }
+
   // putWithSignalAndFlush with the same offset on both sides. (No timeout parameter here: a third
   // integer argument would read as the source offset of the overload above.)
   __forceinline__ __device__ void putWithSignalAndFlush(u64 offset, u64 size) {
@@ -100,22 +134,37 @@ struct PortChannelDeviceHandle {
                          "port channel wait: the proxy stopped or failed before the signal arrived");
   }
 
+  // wait that ends on `abort`: true once the signal arrived and was consumed, false when it gave up.
+  __forceinline__ __device__ bool wait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return detail::awaitInbound(semaphore.inboundToken, semaphore.expectedInbound, true, deadline,
+                                detail::ProxyGone{&fifo}, "port channel wait: no signal before the deadline",
+                                "port channel wait: the proxy stopped or failed before the signal arrived");
+  }
+
   // Consumes one signal of the peer if one has arrived that was not consumed yet; never waits.
   __forceinline__ __device__ bool poll() { return semaphore.poll(); }
 
  private:
   // Spins until the flushed-position word (the proxy's release store of position + 1) is above
-  // `pos`.
-  __forceinline__ __device__ void awaitFlushed(u64 pos, Deadline& deadline, const char* goneMessage,
+  // `pos`; false when it gave up (see Deadline::giveUp), or the push before did (FifoPushFailed).
+  __forceinline__ __device__ bool awaitFlushed(u64 pos, Deadline& deadline, const char* goneMessage,
                                                const char* timeoutMessage) {
+    if (pos == FifoPushFailed) {
+      return false;
+    }
     while (loadAcquireSys(flushed) <= pos) {
       if (fifo.proxyGone() && loadAcquireSys(flushed) <= pos) {
-        JMSCCLPP_FAIL(goneMessage);
+        return JMSCCLPP_GIVE_UP(deadline, AbortProxyGone, goneMessage);
       }
       if (deadline.expired()) {
-        JMSCCLPP_FAIL(timeoutMessage);
+        if (deadline.aborted) {
+          return false;
+        }
+        return JMSCCLPP_GIVE_UP(deadline, AbortTimeout, timeoutMessage);
       }
     }
+    return true;
   }
 };
 

@@ -6,6 +6,10 @@
 // A semaphore is a 64-bit token that only grows: the peer adds one per signal, and this side
 // counts the signals it consumed in its expected-inbound word. Only one thread at a time may
 // poll or wait on a handle (the expected-inbound word is read and written without atomics).
+//
+// Each wait comes in two forms: wait(timeoutNs), which stops the kernel at its deadline, and
+// wait(AbortFlag, timeoutNs), which returns false instead, and also once the job is aborted (see
+// AbortFlag in atomics.cuh).
 #ifndef JMSCCLPP_SEMAPHORE_CUH_
 #define JMSCCLPP_SEMAPHORE_CUH_
 
@@ -39,11 +43,13 @@ __forceinline__ __device__ bool pollInbound(const u64* inbound, u64* expected) {
 }
 
 // Waits for the next signal and consumes it (InboundToken#wait): spins until the token reaches
-// expected + 1, then stores expected + 1. With `acquire`, the loads after it see what the
-// signaller wrote before signalling. Stops the kernel past `deadline`, or when `abandoned()`
-// holds while the signal has not arrived (`what` names the wait in both messages).
+// expected + 1, then stores expected + 1 and returns true. With `acquire`, the loads after it see
+// what the signaller wrote before signalling. Past `deadline`, or when `abandoned()` holds while
+// the signal has not arrived, gives up (Deadline::giveUp: returns false, consuming nothing, when
+// the deadline carries an abort flag, else stops the kernel; `timeoutMessage` and
+// `abandonedMessage` name the wait); returns false at once when the deadline's abort word is set.
 template <typename Abandon>
-__forceinline__ __device__ void awaitInbound(const u64* inbound, u64* expected, bool acquire, Deadline& deadline,
+__forceinline__ __device__ bool awaitInbound(const u64* inbound, u64* expected, bool acquire, Deadline& deadline,
                                              Abandon abandoned, const char* timeoutMessage,
                                              const char* abandonedMessage) {
   u64 target = *expected + 1;
@@ -52,14 +58,18 @@ __forceinline__ __device__ void awaitInbound(const u64* inbound, u64* expected, 
     if (++spins == AbandonCheckPeriod) {
       spins = 0;
       if (abandoned() && loadToken(inbound, acquire) < target) {
-        JMSCCLPP_FAIL(abandonedMessage);
+        return JMSCCLPP_GIVE_UP(deadline, AbortProxyGone, abandonedMessage);
       }
     }
     if (deadline.expired()) {
-      JMSCCLPP_FAIL(timeoutMessage);
+      if (deadline.aborted) {
+        return false;
+      }
+      return JMSCCLPP_GIVE_UP(deadline, AbortTimeout, timeoutMessage);
     }
   }
   *expected = target;
+  return true;
 }
 
 }  // namespace detail
@@ -86,6 +96,20 @@ struct Host2DeviceSemaphoreDeviceHandle {
     Deadline deadline(timeoutNs);
     detail::awaitInbound(inboundToken, expectedInbound, false, deadline, detail::NeverAbandon(),
                          "host-to-device semaphore relaxedWait: no signal before the deadline", "");
+  }
+
+  // wait that also ends on `abort` (see AbortFlag): true once the signal arrived and was
+  // consumed; false when the job was aborted or the deadline passed (which raises the flag).
+  __forceinline__ __device__ bool wait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return detail::awaitInbound(inboundToken, expectedInbound, true, deadline, detail::NeverAbandon(),
+                                "host-to-device semaphore wait: no signal before the deadline", "");
+  }
+
+  __forceinline__ __device__ bool relaxedWait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return detail::awaitInbound(inboundToken, expectedInbound, false, deadline, detail::NeverAbandon(),
+                                "host-to-device semaphore relaxedWait: no signal before the deadline", "");
   }
 };
 
@@ -123,6 +147,26 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
     Deadline deadline(timeoutNs);
     detail::awaitInbound(inboundToken, expectedInbound, false, deadline, detail::NeverAbandon(),
                          "memory semaphore relaxedWait: no signal before the deadline", "");
+  }
+
+  // wait that also ends on `abort` (see AbortFlag): true once the peer's signal arrived and was
+  // consumed; false when the job was aborted or the deadline passed (which raises the flag).
+  __forceinline__ __device__ bool wait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return detail::awaitInbound(inboundToken, expectedInbound, true, deadline, detail::NeverAbandon(),
+                                "memory semaphore wait: no signal before the deadline", "");
+  }
+
+  // Waits with `deadline` (its abort flag, if any, and its clock, shared with other waits).
+  __forceinline__ __device__ bool wait(Deadline& deadline) {
+    return detail::awaitInbound(inboundToken, expectedInbound, true, deadline, detail::NeverAbandon(),
+                                "memory semaphore wait: no signal before the deadline", "");
+  }
+
+  __forceinline__ __device__ bool relaxedWait(AbortFlag abort, u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
+    Deadline deadline(timeoutNs, abort);
+    return detail::awaitInbound(inboundToken, expectedInbound, false, deadline, detail::NeverAbandon(),
+                                "memory semaphore relaxedWait: no signal before the deadline", "");
   }
 };
 

@@ -1,0 +1,38 @@
+package org.jmscclpp.cuda.collective;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import org.jmscclpp.cuda.kernel.DeviceCodeChecks;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The collective kernels ({@code collectives.cu}) compile for the GPUs the project runs on with the
+ * defines {@link CudaCollectiveComm} compiles them with: the moving module and reducing modules,
+ * at the smallest and largest rank counts ({@code nvcc -arch=sm_90}, no GPU needed; skipped, with the
+ * reason, where nvcc is not installed).
+ */
+class CollectiveKernelsCompileTest {
+
+    @ParameterizedTest(name = "{0} ranks, {1}")
+    @CsvSource({
+            "2, move",
+            "8, move",
+            "2, 7 0",      // float32 sum
+            "8, 9 2"})     // bfloat16 max
+    void compiles(int ranks, String module, @TempDir Path dir) throws IOException, InterruptedException {
+        StringBuilder defines = new StringBuilder();
+        defines.append("#define JMSCCLPP_NRANKS ").append(ranks).append('\n');
+        defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS 30000000000ULL\n");
+        if (module.equals("move")) {
+            defines.append("#define JMSCCLPP_MOVE 1\n");
+        } else {
+            String[] typeOp = module.split(" ");
+            defines.append("#define JMSCCLPP_T ").append(typeOp[0]).append('\n');
+            defines.append("#define JMSCCLPP_OP ").append(typeOp[1]).append('\n');
+        }
+        DeviceCodeChecks.assertNvccCompiles("collectives.cu", defines + CudaKernelSource.get(CudaCollectiveComm.KERNELS),
+                dir);
+    }
+}
