@@ -76,8 +76,8 @@ import reactor.core.publisher.MonoSink;
  * Ranks whose calls differ stop in the kernels (see the kernel file) and this rank's completion
  * reports INVALID_USAGE with both descriptors; a call past its deadline is TIMEOUT (its kernels'
  * waits give up at the same deadline on the device and return, see Abort below), a dead peer
- * REMOTE_ERROR, a stream that fails (a peer's memory went away) SYSTEM_ERROR. {@link #asyncError()} reads the device's error record for the stream
- * form, as {@code ncclCommGetAsyncError} does.
+ * REMOTE_ERROR, a stream that fails (a peer's memory went away) SYSTEM_ERROR. {@link #asyncError()}
+ * reads the device's error record for the stream form, as {@code ncclCommGetAsyncError} does.
  *
  * <h2>Abort</h2>
  * The kernels' waits are given a {@link DeviceAbortFlag} of the communicator's
@@ -648,6 +648,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             }
             // a batch the stream got past completes unless the device recorded an error
             JmscclppException error = deviceError();
+            if (error == null && abortWord == DeviceAbortFlag.NONE && done < head.number() && peerFailure() != null) {
+                // a peer left (in good order, so the job's abort signal stays down) while this batch
+                // still needs it: end its kernels' waits too, then fail it as an abort
+                abortFlag.raise();
+                continue;
+            }
             if (error == null && abortWord != DeviceAbortFlag.NONE) {
                 if (done >= head.number()) {
                     // kernels that finished without needing the flag did their part (a peer that left
