@@ -107,6 +107,8 @@ public final class TcpBootstrap implements Bootstrap {
     private volatile String rootName = "the root";
     /** 0 when rank 0 hosts the root (a job started from an address), else {@link JmscclppException#NONE}. */
     private volatile int rootPeer = JmscclppException.NONE;
+    /** The connection on which this rank checked in with the root, once the root accepted it. */
+    private volatile @Nullable Channel checkedInTo;
     /** Why the last connection attempt to the root failed; null once the root has answered. */
     private volatile @Nullable String rootUnreachable;
 
@@ -315,15 +317,40 @@ public final class TcpBootstrap implements Bootstrap {
             welcome = result;
         }
         attemptCheckIn(id, listening, deadline, result, 5);
-        return withDeadline(result, deadline, () -> {
-            String unreachable = rootUnreachable;
-            return JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName + " within "
-                            + options.initTimeout().toMillis() + " ms: " + (unreachable == null
-                            ? "not every rank checked in (the root's report names the missing ranks)"
-                            : "the root could not be reached (last attempt: " + unreachable + ")"))
-                    .rank(rank).peer(unreachable == null ? JmscclppException.NONE : rootPeer)
-                    .phase("root check-in").build();
-        });
+        ScheduledFuture<?> timer = group().schedule(() -> checkInDeadline(result),
+                Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        result.whenComplete((v, e) -> timer.cancel(false));
+        return result;
+    }
+
+    /**
+     * This rank's check-in deadline passed without a welcome. Checked in with the root, it tells
+     * the root it gives up and waits a little for the root's answer, which names the ranks that
+     * never checked in (the root gives up a tenth earlier, but a busy host can delay its report);
+     * else, or when no answer comes, it fails with its own TIMEOUT.
+     */
+    private void checkInDeadline(CompletableFuture<Welcome> result) {
+        if (result.isDone()) {
+            return;
+        }
+        String unreachable = rootUnreachable;
+        JmscclppException mine = JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName
+                        + " within " + options.initTimeout().toMillis() + " ms: " + (unreachable == null
+                        ? "not every rank checked in"
+                        : "the root could not be reached (last attempt: " + unreachable + ")"))
+                .rank(rank).peer(unreachable == null ? JmscclppException.NONE : rootPeer)
+                .phase("root check-in").build();
+        Channel ch = checkedInTo;
+        if (ch == null || !ch.isActive()) {
+            result.completeExceptionally(mine);
+            return;
+        }
+        ch.writeAndFlush(new Frame(Frame.FAILURE, Frame.LAST, mine.code().ordinal(), Failure.encode(mine)));
+        long grace = Math.clamp(options.initTimeout().toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(50),
+                TimeUnit.SECONDS.toNanos(1));
+        group().schedule(() -> {
+            result.completeExceptionally(mine);
+        }, grace, TimeUnit.NANOSECONDS);
     }
 
     private void attemptCheckIn(TcpUniqueId id, InetSocketAddress listening, long deadline,
@@ -365,6 +392,7 @@ public final class TcpBootstrap implements Bootstrap {
                             }
                             answered.set(true);
                             rootUnreachable = null;
+                            checkedInTo = ctx.channel();
                             LOG.log(Level.DEBUG, "rank {0}: checked in with the root at {1}; waiting for the other ranks",
                                     rank, id.root());
                             ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
@@ -380,16 +408,7 @@ public final class TcpBootstrap implements Bootstrap {
                 return;
             }
             Channel ch = f.channel();
-            result.whenComplete((w, e) -> {
-                if (e instanceof JmscclppException j && j.code() == ErrorCode.TIMEOUT && answered.get()
-                        && ch.isActive()) {
-                    // Checked in, then this rank's own deadline passed: say so, so that the root
-                    // does not report a healthy rank as dead, and tells the others who is missing.
-                    LingeringClose.writeLastAndClose(ch, Frame.FAILURE, j.code().ordinal(), Failure.encode(j));
-                } else {
-                    ch.close();
-                }
-            });
+            result.whenComplete((w, e) -> ch.close());
             ch.closeFuture().addListener(c -> {
                 if (result.isDone()) {
                     return;
