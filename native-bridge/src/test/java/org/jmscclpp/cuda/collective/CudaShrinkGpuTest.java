@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.jmscclpp.cuda.GpuJob;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
  * crashes; the three survivors, whose calls fail naming it, shrink the job and finish checked
  * allreduces on the same GPUs ({@link ShrinkGpuRankMain}).
  */
+@Tag("gpu")
 class CudaShrinkGpuTest {
 
     @TempDir
