@@ -293,7 +293,11 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
                 case Rendezvous.RootAddress(String address) -> bootstrap.initialize(address);
                 case Rendezvous.TorchStore store -> onThread(true, () -> viaTorchStore(store, bootstrap))
                         .flatMap(bootstrap::initialize);
+                // the store bounds its own waits (PMIX_TIMEOUT); this bounds a server that ignores that
                 case Rendezvous.LauncherKeyValue store -> onThread(false, () -> viaLauncher(store, bootstrap))
+                        .timeout(bootstrap.initTimeout().plusSeconds(5), Mono.error(() -> JmscclppException.builder(
+                                ErrorCode.TIMEOUT, "the launcher's " + store.store() + " store did not answer within "
+                                        + bootstrap.initTimeout().plusSeconds(5)).rank(rank).phase(PHASE).build()))
                         .flatMap(bootstrap::initialize);
             };
         });
