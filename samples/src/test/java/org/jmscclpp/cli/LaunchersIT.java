@@ -98,6 +98,22 @@ class LaunchersIT {
     }
 
     @Test
+    void aRankThatNeverJoinsEndsThePmixFenceWithATimeoutAtTheDeadline() throws Exception {
+        Assumptions.assumeTrue(onPath("mpirun"), "mpirun is not installed (apt-get install openmpi-bin)");
+        // rank 1 is not a jmscclpp rank at all: it outlives rank 0's 2 s bootstrap deadline, then leaves
+        long t0 = System.nanoTime();
+        Result r = run(Map.of(), mpirun(2, "-x", "MSCCLPP_BOOTSTRAP_TIMEOUT=2", "bash", "-c",
+                "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then sleep 15; exit 0; fi; exec " + SCRIPT
+                        + " allreduce --backend host"));
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertNotEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("jmscclpp allreduce: rank 0: TIMEOUT"), r.err());
+        assertTrue(r.err().contains("PMIx_Fence"), r.err());
+        // mpirun ends the job when rank 0 exits 1: long before rank 1's 15 s are up
+        assertTrue(ms < 14_000, "the job ended " + ms + " ms after it began");
+    }
+
+    @Test
     void mpirunWithAnExplicitCommIdUsesIt() throws Exception {
         Assumptions.assumeTrue(onPath("mpirun"), "mpirun is not installed (apt-get install openmpi-bin)");
         int port;
