@@ -21,8 +21,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Ranks started by the launchers a cluster already has, for real, each running {@code bin/jmscclpp allreduce}
  * with no jmscclpp variable: {@code mpirun} (Open MPI; CI installs it) shares the unique id through its PMIx
- * server, {@code torchrun} through its own c10d TCPStore (torch is not installed in CI, too large for its budget:
- * that test is skipped there, saying so). Needs the packaged jar, hence an integration test.
+ * server, {@code srun} through PMIx or the step's first node (CI starts a single-node Slurm with
+ * {@code .ci/start-slurm}), {@code torchrun} through its own c10d TCPStore (torch is not installed in CI, too
+ * large for its budget: that test is skipped there, saying so). Needs the packaged jar, hence an integration test.
  */
 class LaunchersIT {
 
@@ -123,6 +124,38 @@ class LaunchersIT {
         Result r = run(Map.of(), mpirun(2, "-x", "MSCCLPP_COMM_ID=127.0.0.1:" + port, SCRIPT.toString(),
                 "allreduce", "--backend", "host"));
         assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains(CHECKED), r.out());
+    }
+
+    /** Whether a Slurm cluster answers here with a node that can run jobs. */
+    private static boolean slurmUp() throws Exception {
+        if (!onPath("sinfo") || !onPath("srun")) {
+            return false;
+        }
+        Result r = run(Map.of(), List.of("sinfo", "-h", "-o", "%T"));
+        return r.code() == 0 && r.out().lines().anyMatch(l -> l.matches("idle|mixed|allocated"));
+    }
+
+    private static final String NO_SLURM = "no Slurm node answers here (as root, .ci/start-slurm starts a "
+            + "single-node Slurm: munged, slurmctld, slurmd from Debian's slurm-wlm and munge)";
+
+    @Test
+    void srunWithPmixStartsFourRanksThatShareTheIdThroughIt() throws Exception {
+        Assumptions.assumeTrue(slurmUp(), NO_SLURM);
+        Result r = run(Map.of(), List.of("srun", "--mpi=pmix", "-n", "4", "--overcommit", SCRIPT.toString(),
+                "allreduce", "--backend", "host"));
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("allreduce: 4 ranks"), r.out());
+        assertTrue(r.out().contains(CHECKED), r.out());
+    }
+
+    @Test
+    void srunWithoutPmixHostsTheRootOnTheStepsFirstNode() throws Exception {
+        Assumptions.assumeTrue(slurmUp(), NO_SLURM);
+        Result r = run(Map.of(), List.of("srun", "--mpi=none", "-n", "2", "--overcommit", SCRIPT.toString(),
+                "allreduce", "--backend", "host"));
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("allreduce: 2 ranks"), r.out());
         assertTrue(r.out().contains(CHECKED), r.out());
     }
 
