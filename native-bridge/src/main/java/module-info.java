@@ -19,5 +19,6 @@ module org.jmscclpp.nativebridge {
 
     provides org.jmscclpp.core.spi.BackendProvider with org.jmscclpp.cuda.CudaBackendProvider;
     provides org.jmscclpp.core.spi.TransportProvider with org.jmscclpp.ib.IbTransportProvider;
+    provides org.jmscclpp.core.spi.LauncherStore.Provider with org.jmscclpp.pmix.PmixStoreProvider;
     provides org.jmscclpp.core.collective.CollectiveEngine with org.jmscclpp.cuda.collective.CudaCollectiveEngine;
 }

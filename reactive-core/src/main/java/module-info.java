@@ -20,6 +20,7 @@ module org.jmscclpp.core {
     exports org.jmscclpp.core.spi to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
 
     uses org.jmscclpp.core.spi.BackendProvider;
+    uses org.jmscclpp.core.spi.LauncherStore.Provider;
     uses org.jmscclpp.core.spi.TransportProvider;
     uses org.jmscclpp.core.collective.CollectiveEngine;
 

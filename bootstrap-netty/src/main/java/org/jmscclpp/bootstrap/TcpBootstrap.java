@@ -551,6 +551,11 @@ public final class TcpBootstrap implements Bootstrap {
         return options.operationTimeout();
     }
 
+    /** How long initialization may take; a launcher's rendezvous before it ({@link RankEnvironment}) gets as long. */
+    Duration initTimeout() {
+        return options.initTimeout();
+    }
+
     /**
      * The address book once this rank has it (during or after initialize), else null; tests reach
      * the ranks' listeners through it.

@@ -56,7 +56,7 @@ class CollectivesOverTcpTest {
         }
         DeviceBuffer mine = DeviceBuffer.wrap(MemorySegment.ofArray(gradients));
         float[] gathered = new float[env.worldSize() * 1024];
-        Mono<Void> job = TcpBootstrap.create(env.rank(), env.worldSize()).initialize(env.rootAddress())
+        Mono<Void> job = env.bootstrap()
             .flatMap(bootstrap -> {
                 Communicator comm = Communicator.create(bootstrap, backend);
                 DeviceBuffer shared = backend.allocate(4L * gradients.length);   // shared memory: zero-copy once registered

@@ -56,7 +56,7 @@ public final class BenchRankSample implements Sample {
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         long start = System.nanoTime();
         try (TcpBootstrap bs = TcpBootstrap.create(rank, n, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             long initNanos = System.nanoTime() - start;
             List<BenchOp> ops = BenchOp.applicable(n);
             long[] mine = measure(bs, ops, iters, warmup);

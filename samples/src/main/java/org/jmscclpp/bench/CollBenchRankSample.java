@@ -55,7 +55,7 @@ public final class CollBenchRankSample implements Sample {
         int rank = env.rank();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (TcpBootstrap bs = TcpBootstrap.create(rank, o.ranks(), options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (Backend backend = Backends.named(o.backend()); Communicator comm = Communicator.create(bs, backend)) {
                 describe(bs, backend);
                 long bytes = Math.max(maxSize(o), o.overhead() > 0 ? CollOptions.OVERHEAD_BYTES : 1);

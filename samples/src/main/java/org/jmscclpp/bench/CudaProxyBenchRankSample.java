@@ -123,7 +123,7 @@ public final class CudaProxyBenchRankSample implements Sample {
         int rank = env.rank();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (CudaBackend backend = CudaBackend.open(); Communicator comm = Communicator.create(bs, backend)) {
                 System.err.println("rank " + rank + " on " + backend);
                 new Measure(bs, comm, backend, o).run();

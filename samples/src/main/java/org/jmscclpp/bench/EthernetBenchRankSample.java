@@ -123,7 +123,7 @@ public final class EthernetBenchRankSample implements Sample {
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (HostBackend backend = HostBackend.open();
              TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (DeviceBuffer buffer = backend.allocate(o.max());
                  Communicator comm = Communicator.create(bs, backend);
                  RegisteredMemory memory = comm.registerMemory(buffer, TransportFlags.of(Transport.ETHERNET))) {
@@ -133,7 +133,7 @@ public final class EthernetBenchRankSample implements Sample {
                 Connection connection = mesh.connection(peer);
                 RegisteredMemory remote = mesh.remoteMemory(peer);
                 Host2HostSemaphore sem = new Host2HostSemaphore(mesh.semaphore(peer));
-                try (RawTcpLink raw = RawTcpLink.open(bs, rank, env.rootAddress(), OP_TIMEOUT)) {
+                try (RawTcpLink raw = RawTcpLink.open(bs, rank, env.rootAddress().orElse("127.0.0.1:1"), OP_TIMEOUT)) {
                     if (rank == 0) {
                         fillRandom(buffer.hostSegment());
                         for (int i = 0; i < o.jitWarmup(); i++) {

@@ -124,7 +124,7 @@ public final class ProxyBenchRankSample implements Sample {
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (HostBackend backend = HostBackend.open();
              TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (DeviceBuffer buffer = backend.allocate(4L * MAX_INTS);
                  Communicator comm = Communicator.create(bs, backend);
                  RegisteredMemory local = comm.registerMemory(buffer, TransportFlags.of(Transport.HOST_IPC))) {

@@ -93,7 +93,7 @@ public final class WriteBenchRankSample implements Sample {
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (HostBackend backend = HostBackend.open();
              TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (DeviceBuffer buffer = backend.allocate(o.max());
                  Communicator comm = Communicator.create(bs, backend);
                  RegisteredMemory memory = comm.registerMemory(buffer, TransportFlags.of(Transport.HOST_IPC))) {

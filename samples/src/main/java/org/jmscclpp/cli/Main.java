@@ -153,9 +153,9 @@ public final class Main {
         sb.append("      start N ranks of SAMPLE on this host (default timeout ")
                 .append(RunCommand.DEFAULT_TIMEOUT.toSeconds()).append(" s); output lines get a [rank R] prefix\n");
         sb.append("  jmscclpp SAMPLE [args...]\n");
-        sb.append("      run one rank of SAMPLE; who it is comes from JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and\n");
-        sb.append("      MSCCLPP_COMM_ID=ip:port, or from mpirun's OMPI_COMM_WORLD_* (plus MSCCLPP_COMM_ID),\n");
-        sb.append("      or from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT\n");
+        sb.append("      run one rank of SAMPLE under a launcher: mpirun -np N (the id goes through its PMIx server),\n");
+        sb.append("      torchrun --no-python (through its TCPStore), srun (PMIx, else the first node), or with\n");
+        sb.append("      JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port (which overrides any launcher's)\n");
         sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
         sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');

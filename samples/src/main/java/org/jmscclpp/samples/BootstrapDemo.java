@@ -40,7 +40,7 @@ public final class BootstrapDemo implements Sample {
         long start = System.nanoTime();
         try (TcpBootstrap bs = TcpBootstrap.create(rank, env.worldSize(), options)) {
             // initialize has its own deadline (options.initTimeout()); ours is only a backstop
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             long initNanos = System.nanoTime() - start;
 
             byte[] mine = encode(new Card(rank, ProcessHandle.current().pid(), initNanos / 1000, hostName()));

@@ -132,7 +132,7 @@ public final class CollectiveSample implements Sample {
         int rank = env.rank();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
         try (TcpBootstrap bs = TcpBootstrap.create(rank, n, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (Backend backend = Backends.named(o.backend()); Communicator comm = Communicator.create(bs, backend);
                  CollectiveBuffers buffers = CollectiveBuffers.allocate(backend, out.size());
                  CudaStream stream = backend instanceof CudaBackend cuda ? cuda.createStream(sample + " data") : null;

@@ -42,7 +42,7 @@ public final class MeshDemo implements Sample {
         TcpBootstrap tcp = TcpBootstrap.create(rank, nRanks, BootstrapOptions.fromEnvironment());
         // --- the README's example, unchanged except for how the bootstrap starts, the pattern fill and the check ---
         Backend backend = Backends.named("host");
-        Mono<Void> job = tcp.initialize(env.rootAddress())
+        Mono<Void> job = env.join(tcp)
             .flatMap(bootstrap -> {
                 Communicator comm = Communicator.create(bootstrap, backend);
                 DeviceBuffer buf = backend.allocate(nRanks * slice);              // this rank's slice at rank * slice

@@ -123,7 +123,7 @@ public final class OverlapSample implements Sample {
             }
             BootstrapOptions options = BootstrapOptions.fromEnvironment();
             try (TcpBootstrap bs = TcpBootstrap.create(rank, n, options)) {
-                Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank,
+                Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank,
                         "initialize");
                 if (rank == 0) {
                     System.out.printf(Locale.ROOT, "overlap: %d ranks, %d tiles of %s, %d FMA passes, %d iterations, "

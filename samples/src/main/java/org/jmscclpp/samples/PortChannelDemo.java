@@ -44,7 +44,7 @@ public final class PortChannelDemo implements Sample {
         TcpBootstrap tcp = TcpBootstrap.create(rank, nRanks, BootstrapOptions.fromEnvironment());
         // --- the README's example, unchanged except for how the bootstrap starts, the pattern fill and the check ---
         Backend backend = Backends.named("host");
-        Mono<List<FlushCompletion>> job = tcp.initialize(env.rootAddress())
+        Mono<List<FlushCompletion>> job = env.join(tcp)
             .flatMap(bootstrap -> {
                 Communicator comm = Communicator.create(bootstrap, backend);
                 ProxyService proxy = ProxyService.builder(backend).build();

@@ -7,7 +7,10 @@ import org.jmscclpp.core.JmscclppException;
 
 /**
  * One rank of a program that {@code jmscclpp} can start: {@code jmscclpp run -n N NAME args} starts N
- * processes, each of which calls {@link #run} once with its own {@link RankEnvironment}.
+ * processes, each of which calls {@link #run} once with its own {@link RankEnvironment}; so do the ranks that
+ * {@code mpirun}, {@code torchrun --no-python} or {@code srun} start with {@code jmscclpp NAME args}. A sample
+ * joins its job with {@link RankEnvironment#join(org.jmscclpp.bootstrap.TcpBootstrap)}, which takes the
+ * launcher's own rendezvous.
  */
 @FunctionalInterface
 public interface Sample {

@@ -119,7 +119,7 @@ public final class ShuffleSample implements Sample {
         Duration timeout = options.operationTimeout();
         try (Backend backend = Backends.named(o.backend());
              TcpBootstrap bs = TcpBootstrap.create(rank, n, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             Outcome mine;
             // closed in reverse: the collective communicator (and its registrations), the buffers, the communicator
             try (Communicator communicator = Communicator.create(bs, backend);

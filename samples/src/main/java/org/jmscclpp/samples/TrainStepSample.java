@@ -155,7 +155,7 @@ public final class TrainStepSample implements Sample {
         Duration timeout = options.operationTimeout();
         try (Backend backend = Backends.named(o.backend());
              TcpBootstrap bs = TcpBootstrap.create(rank, n, options)) {
-            Blocking.done(bs.initialize(env.rootAddress()), options.initTimeout().plusSeconds(5), rank, "initialize");
+            Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             if (rank == 0) {
                 System.out.printf(Locale.ROOT, "%s: %d ranks, %d buckets of %d floats (%s of gradients), %d FMA passes,"
                         + " %d steps, %s, %s backend%n", NAME, n, o.buckets(), o.bucketFloats(),

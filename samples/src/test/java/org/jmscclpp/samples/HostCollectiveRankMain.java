@@ -42,7 +42,7 @@ public final class HostCollectiveRankMain {
         long wrong = 0;
         try (HostBackend backend = HostBackend.open();
              TcpBootstrap bs = TcpBootstrap.create(rank, n, BootstrapOptions.fromEnvironment())) {
-            Blocking.done(bs.initialize(env.rootAddress()), timeout, rank, "initialize");
+            Blocking.done(env.join(bs), timeout, rank, "initialize");
             long bytes = n * COUNTS[COUNTS.length - 1] * 4;
             try (Communicator comm = Communicator.create(bs, backend);
                  CollectiveBuffers registered = CollectiveBuffers.allocate(backend, bytes);
