@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.junit.jupiter.api.AfterEach;
@@ -105,26 +106,9 @@ class MultiProcessCommunicatorTest {
         job.kill(victim);
         assertNotEquals(0, job.waitFor(victim, EXIT), "rank " + victim + " was killed");
 
-        List<String> problems = new ArrayList<>();
-        for (int r = 0; r < victim; r++) {
-            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(setupTimeoutMs * 2));
-            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
-            long sinceKillMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - killedAt);
-            System.out.printf("killed-in-setup n=%d: rank %d failed %d ms after the kill (%d ms into setup): %s%n",
-                    n, r, sinceKillMs, f.elapsedMs(), f.line());
-            if (!f.code().equals("REMOTE_ERROR")) {
-                problems.add("rank " + r + " failed with " + f.code() + ", expected REMOTE_ERROR: " + f.line());
-            }
-            if (!f.names(victim)) {
-                problems.add("rank " + r + "'s error does not name rank " + victim + ": " + f.line());
-            }
-            // the peer's death is news within a round trip; the deadline is ten times what that needs
-            if (sinceKillMs > setupTimeoutMs / 3 || f.elapsedMs() >= setupTimeoutMs) {
-                problems.add("rank " + r + " failed " + sinceKillMs + " ms after the kill, " + f.elapsedMs()
-                        + " ms into setup; setup deadline " + setupTimeoutMs + " ms: " + f.line());
-            }
-            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
-        }
+        // the peer's death is news within a round trip; the deadline is ten times what that needs
+        List<String> problems = survivorsFailed(job, victim, killedAt, "killed-in-setup n=" + n, setupTimeoutMs,
+                f -> f.code().equals("REMOTE_ERROR") && f.names(victim) && f.elapsedMs() < setupTimeoutMs);
         assertTrue(problems.isEmpty(), String.join("\n", problems));
         assertDirectoryEmpty();
     }
@@ -150,22 +134,8 @@ class MultiProcessCommunicatorTest {
         job.kill(victim);
         assertNotEquals(0, job.waitFor(victim, EXIT), "rank " + victim + " was killed");
 
-        List<String> problems = new ArrayList<>();
-        for (int r = 0; r < victim; r++) {
-            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(waitTimeoutMs * 2));
-            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
-            long sinceKillMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - killedAt);
-            System.out.printf("killed-while-waited-for n=%d: rank %d failed %d ms after the kill: %s%n",
-                    n, r, sinceKillMs, f.line());
-            if (!f.code().equals("REMOTE_ERROR") || !f.names(victim)) {
-                problems.add("rank " + r + " did not fail with REMOTE_ERROR naming rank " + victim + ": " + f.line());
-            }
-            if (sinceKillMs > waitTimeoutMs / 3) {
-                problems.add("rank " + r + " failed " + sinceKillMs + " ms after the kill; the wait's deadline is "
-                        + waitTimeoutMs + " ms: " + f.line());
-            }
-            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
-        }
+        List<String> problems = survivorsFailed(job, victim, killedAt, "killed-while-waited-for n=" + n, waitTimeoutMs,
+                f -> f.code().equals("REMOTE_ERROR") && f.names(victim));
         // (the victim's shared-memory files stay: SIGKILL runs no exit hook)
         assertTrue(problems.isEmpty(), String.join("\n", problems));
     }
@@ -183,22 +153,9 @@ class MultiProcessCommunicatorTest {
         RankProcesses job = start("abort-in-waits", n, "setup-timeout-ms=" + waitTimeoutMs);
         job.awaitLine(aborter, "ABORTED"::equals, START);
         long abortedAt = System.nanoTime();
-        List<String> problems = new ArrayList<>();
-        for (int r = 0; r < aborter; r++) {
-            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(waitTimeoutMs * 2));
-            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
-            long sinceMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - abortedAt);
-            System.out.printf("aborted n=%d: rank %d failed %d ms after the abort: %s%n", n, r, sinceMs, f.line());
-            if (!f.code().equals("ABORTED") || !f.peer().equals(Integer.toString(aborter))
-                    || !f.message().contains("the test aborts the job")) {
-                problems.add("rank " + r + " did not fail with ABORTED naming rank " + aborter + " and the reason: "
-                        + f.line());
-            }
-            if (sinceMs > waitTimeoutMs / 3) {
-                problems.add("rank " + r + " failed " + sinceMs + " ms after the abort: " + f.line());
-            }
-            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
-        }
+        List<String> problems = survivorsFailed(job, aborter, abortedAt, "aborted n=" + n, waitTimeoutMs,
+                f -> f.code().equals("ABORTED") && f.peer().equals(Integer.toString(aborter))
+                        && f.message().contains("the test aborts the job"));
         assertEquals(RankMain.EXIT_OK, job.waitFor(aborter, EXIT), "exit code of the aborting rank");
         assertTrue(problems.isEmpty(), String.join("\n", problems));
     }
@@ -237,6 +194,33 @@ class MultiProcessCommunicatorTest {
             }
         }
         assertDirectoryEmpty();
+    }
+
+    /**
+     * Waits for the {@code FAILED} line of every rank below {@code culprit} (the ranks that outlive
+     * it), prints it with the time since {@code sinceNanos}, and checks that each rank exits with
+     * EXIT_FAILED; returns a problem for each line {@code expected} rejects or that came later than
+     * a third of {@code deadlineMs} (the news travels in a round trip; the deadline is far longer).
+     */
+    private static List<String> survivorsFailed(RankProcesses job, int culprit, long sinceNanos, String label,
+                                                long deadlineMs, Predicate<MultiProcessBootstrapTest.Failed> expected) {
+        List<String> problems = new ArrayList<>();
+        for (int r = 0; r < culprit; r++) {
+            RankProcesses.Line line = job.awaitLineStartingWith(r, "FAILED ", Duration.ofMillis(deadlineMs * 2));
+            MultiProcessBootstrapTest.Failed f = MultiProcessBootstrapTest.Failed.parse(line);
+            long sinceMs = TimeUnit.NANOSECONDS.toMillis(line.nanos() - sinceNanos);
+            System.out.printf("%s: rank %d failed %d ms after rank %d went (%d ms into its operation): %s%n",
+                    label, r, sinceMs, culprit, f.elapsedMs(), f.line());
+            if (!expected.test(f)) {
+                problems.add("rank " + r + " did not fail as expected about rank " + culprit + ": " + f.line());
+            }
+            if (sinceMs > deadlineMs / 3) {
+                problems.add("rank " + r + " failed " + sinceMs + " ms after rank " + culprit + " went; deadline "
+                        + deadlineMs + " ms: " + f.line());
+            }
+            assertEquals(RankMain.EXIT_FAILED, job.waitFor(r, EXIT), "exit code of rank " + r);
+        }
+        return problems;
     }
 
     private void runToSuccess(String scenario, int n) throws IOException {
