@@ -1,6 +1,7 @@
 package org.jmscclpp.core;
 
 import java.time.Duration;
+import java.util.Collection;
 import reactor.core.publisher.Mono;
 
 /**
@@ -111,7 +112,7 @@ public interface Bootstrap extends AutoCloseable {
      * missing ranks when survivors disagree or do not call it within {@code timeout}. The default
      * errors with INVALID_USAGE: not every implementation can.
      */
-    default Mono<? extends Bootstrap> shrink(java.util.Collection<Integer> excludedRanks, Duration timeout) {
+    default Mono<? extends Bootstrap> shrink(Collection<Integer> excludedRanks, Duration timeout) {
         return Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE, getClass().getSimpleName()
                 + " cannot shrink").rank(rank()).phase("shrink").build());
     }
