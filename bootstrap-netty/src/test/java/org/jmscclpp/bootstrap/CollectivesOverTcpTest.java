@@ -24,6 +24,7 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.core.host.HostBackend;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -143,6 +144,11 @@ class CollectivesOverTcpTest {
             List<String> owners = files.map(p -> p.getFileName().toString().split("-")[1]).distinct().toList();
             assertTrue(owners.size() <= 1, "files of more than the killed process left: " + owners);
         }
+        // until the next job on the host: its first buffer reclaims the dead process's files
+        try (HostBackend next = HostBackend.open(shm); DeviceBuffer b = next.allocate(64)) {
+            assertEquals(64, b.size());
+        }
+        assertDirectoryEmpty();
     }
 
     /**
