@@ -22,7 +22,10 @@ import org.jspecify.annotations.Nullable;
  *       optionally {@code LOCAL_RANK}; {@code MSCCLPP_COMM_ID}, when set, wins over
  *       {@code MASTER_ADDR:MASTER_PORT}.</li>
  * </ol>
- * Where no local rank is given, it equals the rank, which is right for single-host jobs.
+ * Where no local rank is given, it equals the rank, which is right for single-host jobs. Every
+ * rank also needs the same {@code MSCCLPP_BOOTSTRAP_SECRET} (which {@code jmscclpp run} sets;
+ * with mpirun: {@code -x MSCCLPP_BOOTSTRAP_SECRET}), or {@code MSCCLPP_BOOTSTRAP_INSECURE=1}: see
+ * {@link TcpBootstrap#initialize(String)}.
  *
  * <p>A process started by any of these launchers joins its job with:
  * <pre>{@code
@@ -52,7 +55,8 @@ public record RankEnvironment(int rank, int worldSize, String rootAddress, int l
     public static final String JMSCCLPP_LOCAL_RANK = "JMSCCLPP_LOCAL_RANK";
 
     private static final String HOW_TO = "set JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port, "
-            + "or start the ranks with 'jmscclpp run -n N SAMPLE', mpirun (with -x MSCCLPP_COMM_ID=ip:port) "
+            + "or start the ranks with 'jmscclpp run -n N SAMPLE', mpirun (with -x MSCCLPP_COMM_ID=ip:port "
+            + "-x MSCCLPP_BOOTSTRAP_SECRET) "
             + "or torchrun";
 
     /** Checks the values; anything out of range is {@link ErrorCode#INVALID_USAGE}. */

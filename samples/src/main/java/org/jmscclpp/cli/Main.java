@@ -155,7 +155,8 @@ public final class Main {
         sb.append("  jmscclpp SAMPLE [args...]\n");
         sb.append("      run one rank of SAMPLE; who it is comes from JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and\n");
         sb.append("      MSCCLPP_COMM_ID=ip:port, or from mpirun's OMPI_COMM_WORLD_* (plus MSCCLPP_COMM_ID),\n");
-        sb.append("      or from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT\n");
+        sb.append("      or from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; every rank needs the\n");
+        sb.append("      same MSCCLPP_BOOTSTRAP_SECRET (16+ characters; run sets one) or MSCCLPP_BOOTSTRAP_INSECURE=1\n");
         sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
         sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
