@@ -11,7 +11,6 @@ import io.netty.buffer.Unpooled;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -204,9 +203,9 @@ class JobSecretTest {
         InetSocketAddress root = BootstrapAddress.parse(address).socketAddress();
         byte[] guessed = TcpUniqueId.derived(root, null).secret();
         byte[] real = TcpUniqueId.derived(root, secret).secret();
-        try (Socket s = connectWhenListening(root)) {
-            byte[] checkIn = WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, checkInPayload(n - 1, n));
-            WireBytes.dial(s, WireBytes.rootPreamble(n - 1, n), real, guessed, checkIn, null);
+        byte[] checkIn = WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, checkInPayload(n - 1, n));
+        try (Socket s = dialWhenAnswered(root, s1 -> WireBytes.dial(s1, WireBytes.rootPreamble(n - 1, n), real,
+                guessed, checkIn, null))) {
             assertEquals(0, readUntilClosed(s).length, "the outsider's check-in must get nothing back");
         }
         inits.add(ranks.get(n - 1).initialize(address).toFuture());
@@ -230,21 +229,31 @@ class JobSecretTest {
         }
     }
 
-    /** Connects to {@code to}, retrying while nothing listens there yet (rank 0 is starting its root). */
-    private static Socket connectWhenListening(InetSocketAddress to) throws IOException, InterruptedException {
+    /** One attempt at a handshake on a connected socket. */
+    private interface Dial {
+        void on(Socket s) throws IOException;
+    }
+
+    /**
+     * Connects to {@code to} and runs {@code dial}, again while nothing listens there yet or the
+     * root closes the connection before answering (rank 0 is starting its root: a real rank
+     * retries the same way); returns the socket of the attempt that got its answer.
+     */
+    private static Socket dialWhenAnswered(InetSocketAddress to, Dial dial) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + STEP.toNanos();
         while (true) {
             Socket s = new Socket();
             try {
                 s.connect(to, 5_000);
                 s.setSoTimeout(5_000);
+                dial.on(s);
                 return s;
-            } catch (ConnectException refused) {
+            } catch (SocketException | AssertionError notYet) {
                 s.close();
                 if (System.nanoTime() > deadline) {
-                    throw refused;
+                    throw notYet;
                 }
-                Thread.sleep(20);   // polling a port that is about to be bound, within a deadline
+                Thread.sleep(20);   // polling a root that is about to listen, within a deadline
             }
         }
     }
