@@ -18,11 +18,23 @@ import org.jspecify.annotations.Nullable;
  *   <tr><td>{@code MSCCLPP_BOOTSTRAP_TIMEOUT}</td><td>initialize deadline, seconds (fractions allowed)</td><td>30</td></tr>
  *   <tr><td>{@code MSCCLPP_SOCKET_IFNAME}</td><td>interface list, NCCL syntax: prefixes, {@code ^} excludes, {@code =} exact</td><td>auto</td></tr>
  *   <tr><td>{@code MSCCLPP_SOCKET_FAMILY}</td><td>{@code AF_INET} or {@code AF_INET6}</td><td>any</td></tr>
- *   <tr><td>{@code MSCCLPP_BOOTSTRAP_SECRET}</td><td>shared secret mixed into explicit-address jobs</td><td>none</td></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_SECRET}</td><td>the job secret of explicit-address jobs: the same string on
+ *       every rank, at least {@value #MIN_SECRET_CHARS} characters (for example 32 random bytes in hex, as
+ *       {@code jmscclpp run} makes); hashed with SHA-256 together with the root address</td><td>none: required</td></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_INSECURE}</td><td>{@code 1}: an explicit-address job without
+ *       {@code MSCCLPP_BOOTSTRAP_SECRET} derives its secret from the address alone (anyone who knows the
+ *       address can join or disrupt the job), with a warning</td><td>0</td></tr>
  *   <tr><td>{@code MSCCLPP_BOOTSTRAP_MAX_FRAME}</td><td>largest frame on the wire, bytes; larger messages are chunked</td><td>4194304</td></tr>
  * </table>
  */
 public final class BootstrapOptions {
+
+    /** Variable holding the job secret of explicit-address jobs. */
+    public static final String SECRET_ENV = "MSCCLPP_BOOTSTRAP_SECRET";
+    /** Variable that lets explicit-address jobs run without a secret (derived from the address). */
+    public static final String INSECURE_ENV = "MSCCLPP_BOOTSTRAP_INSECURE";
+    /** Shortest accepted {@link #SECRET_ENV}. */
+    public static final int MIN_SECRET_CHARS = 16;
 
     /** Smallest allowed frame limit; the control messages of the protocol fit in it. */
     public static final int MIN_FRAME_BYTES = 4096;
@@ -33,6 +45,7 @@ public final class BootstrapOptions {
     private final @Nullable String socketIfname;
     private final @Nullable String socketFamily;
     private final @Nullable String secret;
+    private final boolean insecure;
 
     private BootstrapOptions(Builder b) {
         this.initTimeout = b.initTimeout;
@@ -41,6 +54,7 @@ public final class BootstrapOptions {
         this.socketIfname = b.socketIfname;
         this.socketFamily = b.socketFamily;
         this.secret = b.secret;
+        this.insecure = b.insecure;
     }
 
     /** Options from the process environment. */
@@ -73,7 +87,18 @@ public final class BootstrapOptions {
         if (fam != null) {
             b.socketFamily(fam);
         }
-        b.secret = blankToNull(env.get("MSCCLPP_BOOTSTRAP_SECRET"));
+        String secret = blankToNull(env.get(SECRET_ENV));
+        if (secret != null) {
+            b.secret(secret);
+        }
+        String insecure = blankToNull(env.get(INSECURE_ENV));
+        if (insecure != null) {
+            b.insecure = switch (insecure) {
+                case "1", "true" -> true;
+                case "0", "false" -> false;
+                default -> throw invalid(INSECURE_ENV + " must be 1 or 0, got '" + insecure + "'");
+            };
+        }
         return b;
     }
 
@@ -122,7 +147,7 @@ public final class BootstrapOptions {
         return socketFamily;
     }
 
-    /** Secret mixed into explicit-address jobs, or null. */
+    /** The job secret of explicit-address jobs ({@value #SECRET_ENV}), or null. */
     public @Nullable String secret() {
         return secret;
     }
@@ -136,7 +161,16 @@ public final class BootstrapOptions {
         b.socketIfname = socketIfname;
         b.socketFamily = socketFamily;
         b.secret = secret;
+        b.insecure = insecure;
         return b;
+    }
+
+    /**
+     * Whether an explicit-address job without {@link #secret()} may derive its secret from the
+     * address alone ({@value #INSECURE_ENV}); otherwise it fails with INVALID_USAGE.
+     */
+    public boolean insecure() {
+        return insecure;
     }
 
     /** Builder of {@link BootstrapOptions}. */
@@ -147,6 +181,7 @@ public final class BootstrapOptions {
         private @Nullable String socketIfname;
         private @Nullable String socketFamily;
         private @Nullable String secret;
+        private boolean insecure;
 
         private Builder() {
         }
@@ -183,8 +218,26 @@ public final class BootstrapOptions {
             return this;
         }
 
+        /**
+         * The job secret of explicit-address jobs: the same on every rank, at least
+         * {@value #MIN_SECRET_CHARS} characters; null for none.
+         */
         public Builder secret(@Nullable String secret) {
-            this.secret = blankToNull(secret);
+            String s = blankToNull(secret);
+            if (s != null && s.length() < MIN_SECRET_CHARS) {
+                throw invalid(SECRET_ENV + " must be at least " + MIN_SECRET_CHARS + " characters, got "
+                        + s.length());
+            }
+            this.secret = s;
+            return this;
+        }
+
+        /**
+         * Lets an explicit-address job without a secret derive it from the address alone, with a
+         * warning: anyone who knows the address can then join or disrupt the job.
+         */
+        public Builder insecure(boolean insecure) {
+            this.insecure = insecure;
             return this;
         }
 

@@ -39,7 +39,7 @@ import reactor.core.publisher.Sinks;
  * <p>A client can never take the root down: a wrong rank count, a rank outside [0, N) or a second
  * check-in of one rank gets {@link ErrorCode#INVALID_USAGE} sent back on that connection and
  * reported on {@link #problems()}; the root goes on waiting for the right ranks. Stray connections
- * (wrong secret, garbage, silence) are dropped by the {@link PreambleHandler}. A rank that
+ * (no proof of the job secret, garbage, silence) are dropped by the {@link PreambleHandler}. A rank that
  * disconnects after checking in, or a deadline that passes first, fails the job: every waiting
  * rank, and every rank that checks in later, is told why (naming the missing or dead ranks).
  *
@@ -106,7 +106,7 @@ final class BootstrapRoot implements AutoCloseable {
                                 ch.close();
                                 return;
                             }
-                            ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret,
+                            ch.pipeline().addLast(new FrameEncoder(), PreambleHandler.accepting(secret,
                                     PeerLinks.HANDSHAKE_TIMEOUT_NANOS, "bootstrap root", root::acceptClient));
                         }
                     });
@@ -248,15 +248,17 @@ final class BootstrapRoot implements AutoCloseable {
         return true;
     }
 
-    private CompletableFuture<@Nullable String> acceptClient(ChannelHandlerContext ctx, Preamble p) {
+    private CompletableFuture<PreambleHandler.Answer> acceptClient(ChannelHandlerContext ctx, Preamble p) {
         if (p.type != Preamble.TYPE_ROOT) {
-            return CompletableFuture.completedFuture("a rank-to-rank connection sent to the root");
+            return CompletableFuture.completedFuture(
+                    PreambleHandler.Answer.refuse("a rank-to-rank connection sent to the root"));
         }
-        ByteBuf reply = ctx.alloc().buffer(Preamble.BYTES);
-        new Preamble(Preamble.TYPE_ROOT, secret, Preamble.noSession(), -1, expectedSize).writeTo(reply);
-        ctx.writeAndFlush(reply);
-        ctx.pipeline().addLast(new FrameDecoder(CHECK_IN_MAX_FRAME), new CheckInHandler());
-        return CompletableFuture.completedFuture(null);
+        Preamble reply = new Preamble(Preamble.TYPE_ROOT, Preamble.noSession(), -1, expectedSize);
+        return CompletableFuture.completedFuture(PreambleHandler.Answer.accept(reply, (proven, rank) -> {
+            // the check-in is read only from a client that proved it knows the job secret
+            proven.pipeline().addLast(new FrameDecoder(CHECK_IN_MAX_FRAME), new CheckInHandler());
+            return null;
+        }));
     }
 
     private void onCheckIn(Channel ch, Frame frame) {

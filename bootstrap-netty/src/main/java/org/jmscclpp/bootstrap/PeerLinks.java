@@ -1,7 +1,6 @@
 package org.jmscclpp.bootstrap;
 
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -77,7 +76,7 @@ final class PeerLinks {
     private volatile @Nullable AddressBook book;
     private @Nullable Channel listener;
     private @Nullable JmscclppException failure;
-    /** Accepted connections whose preamble is not yet accepted; closed by {@link #closeAll()}. */
+    /** Connections whose handshake is not finished (accepted or dialled); closed by {@link #closeAll()}. */
     private final Set<Channel> handshaking = new HashSet<>();
     /** Set by {@link #closeAll()}: a bind or connection that completes later is closed at once. */
     private boolean closed;
@@ -119,8 +118,8 @@ final class PeerLinks {
                             ch.close();
                             return;
                         }
-                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
-                                "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
+                        ch.pipeline().addLast(new FrameEncoder(), PreambleHandler.accepting(secret,
+                                HANDSHAKE_TIMEOUT_NANOS, "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
                     }
                 });
         sb.bind(address).addListener((ChannelFuture f) -> {
@@ -337,10 +336,28 @@ final class PeerLinks {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(new FrameEncoder(), new PreambleHandler(secret, HANDSHAKE_TIMEOUT_NANOS,
+                        if (!trackHandshake(ch)) {
+                            ch.close();
+                            return;
+                        }
+                        PreambleHandler handshake = PreambleHandler.dialling(secret, HANDSHAKE_TIMEOUT_NANOS,
                                 "rank " + rank + " connection to rank " + peer,
-                                (ctx, p) -> CompletableFuture.completedFuture(
-                                        checkPeer(ctx, p, sessionId, peer, false))));
+                                new Preamble(Preamble.TYPE_PEER, sessionId, rank, peer), (ctx, p) -> {
+                                    String why = checkPeer(ctx, p, sessionId, peer);
+                                    if (why == null) {
+                                        register(peer, ctx.channel());
+                                        result.complete(ctx.channel());
+                                    }
+                                    return why;
+                                });
+                        handshake.outcome().thenAccept(why -> {
+                            if (why != null) {
+                                result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                                                "the handshake with rank " + peer + " at " + address + " failed: " + why)
+                                        .rank(rank).peer(peer).phase("connect").build());
+                            }
+                        });
+                        ch.pipeline().addLast(new FrameEncoder(), handshake);
                     }
                 })
                 .connect(address)
@@ -349,50 +366,47 @@ final class PeerLinks {
                         result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
                                         "cannot connect to rank " + peer + " at " + address + ": " + f.cause().getMessage())
                                 .rank(rank).peer(peer).phase("connect").cause(f.cause()).build());
-                        return;
                     }
-                    Channel ch = f.channel();
-                    ByteBuf pre = ch.alloc().buffer(Preamble.BYTES);
-                    new Preamble(Preamble.TYPE_PEER, secret, sessionId, rank, peer).writeTo(pre);
-                    ch.writeAndFlush(pre);
-                    register(peer, ch);
-                    result.complete(ch);
                 }));
         return result;
     }
 
-    private CompletableFuture<@Nullable String> acceptInbound(ChannelHandlerContext ctx, Preamble p) {
+    private CompletableFuture<PreambleHandler.Answer> acceptInbound(ChannelHandlerContext ctx, Preamble p) {
         if (p.type != Preamble.TYPE_PEER) {
-            return CompletableFuture.completedFuture("a root check-in sent to a rank's listener");
+            return refuse("a root check-in sent to a rank's listener");
         }
         if (p.receiverOrSize != rank) {
-            return CompletableFuture.completedFuture("addressed to rank " + p.receiverOrSize + ", this is rank " + rank);
+            return refuse("addressed to rank " + p.receiverOrSize + ", this is rank " + rank);
         }
         if (p.sender < 0 || p.sender >= size || p.sender == rank) {
-            return CompletableFuture.completedFuture("sender rank " + p.sender + " is not a peer in a job of " + size);
+            return refuse("sender rank " + p.sender + " is not a peer in a job of " + size);
         }
         return session.handle((sessionId, error) -> {
             if (error != null) {
-                return "this rank failed before the connection was checked";
+                return PreambleHandler.Answer.refuse("this rank failed before the connection was checked");
             }
-            String why = checkPeer(ctx, p, sessionId, p.sender, true);
-            if (why == null) {
-                ByteBuf pre = ctx.alloc().buffer(Preamble.BYTES);
-                new Preamble(Preamble.TYPE_PEER, secret, sessionId, rank, p.sender).writeTo(pre);
-                ctx.writeAndFlush(pre);
-                register(p.sender, ctx.channel());
+            if (!p.sessionEquals(sessionId)) {
+                return PreambleHandler.Answer.refuse("preamble of another job session (a stale or foreign connection)");
             }
-            return why;
+            return PreambleHandler.Answer.accept(new Preamble(Preamble.TYPE_PEER, sessionId, rank, p.sender),
+                    (proven, dialler) -> {
+                        proven.pipeline().addLast(new FrameDecoder(maxFrameBytes), new PeerHandler(dialler.sender));
+                        register(dialler.sender, proven.channel());
+                        return null;
+                    });
         });
     }
 
-    /** Checks a peer's preamble; on success installs the frame handlers. */
-    private @Nullable String checkPeer(ChannelHandlerContext ctx, Preamble p, byte[] sessionId, int peer,
-                                       boolean inbound) {
+    private static CompletableFuture<PreambleHandler.Answer> refuse(String why) {
+        return CompletableFuture.completedFuture(PreambleHandler.Answer.refuse(why));
+    }
+
+    /** Checks the answer of the peer this rank dialled (already proven); on success installs the frame handlers. */
+    private @Nullable String checkPeer(ChannelHandlerContext ctx, Preamble p, byte[] sessionId, int peer) {
         if (!p.sessionEquals(sessionId)) {
             return "preamble of another job session (a stale or foreign connection)";
         }
-        if (!inbound && (p.type != Preamble.TYPE_PEER || p.sender != peer || p.receiverOrSize != rank)) {
+        if (p.type != Preamble.TYPE_PEER || p.sender != peer || p.receiverOrSize != rank) {
             return "the peer at rank " + peer + "'s address answered as rank " + p.sender;
         }
         ctx.pipeline().addLast(new FrameDecoder(maxFrameBytes), new PeerHandler(peer));

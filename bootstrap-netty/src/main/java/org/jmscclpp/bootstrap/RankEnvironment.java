@@ -41,6 +41,11 @@ import reactor.core.publisher.Mono;
  * </ol>
  * {@code MSCCLPP_COMM_ID=ip:port}, when set, overrides the launcher's rendezvous: rank 0 hosts the root there.
  * Where no local rank is given it equals the rank, which is right for single-host jobs.
+ * Where rank 0 hosts the root at an explicit address (MSCCLPP_COMM_ID, Slurm without PMIx,
+ * torchrun's variables set by hand), every rank also needs the same {@code MSCCLPP_BOOTSTRAP_SECRET}
+ * (which {@code jmscclpp run} sets; with mpirun: {@code -x MSCCLPP_BOOTSTRAP_SECRET}), or
+ * {@code MSCCLPP_BOOTSTRAP_INSECURE=1}: see {@link TcpBootstrap#initialize(String)}. The store
+ * rendezvous carry a unique id with its own random secret.
  *
  * <p>Where two of jmscclpp's, Open MPI's and torchrun's variables are set (a launcher started under another),
  * their ranks and sizes must agree: {@code WORLD_SIZE=2} beside {@code OMPI_COMM_WORLD_SIZE=4} is
@@ -71,7 +76,7 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
 
     private static final String PHASE = "rank environment";
     private static final String HOW_TO = "start the ranks with 'jmscclpp run -n N SAMPLE', mpirun, torchrun or "
-            + "srun, or set JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port";
+            + "srun, or set JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE, MSCCLPP_COMM_ID=ip:port and MSCCLPP_BOOTSTRAP_SECRET";
 
     /** One launcher's names for rank, size and local rank. */
     private record Convention(String name, String rankVar, String sizeVar, String localVar) {

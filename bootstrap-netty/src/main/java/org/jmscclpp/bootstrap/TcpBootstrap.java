@@ -61,8 +61,9 @@ import reactor.core.publisher.SignalType;
  * connects the ring. Everything is bounded by {@link BootstrapOptions#initTimeout()}; a failure
  * names the phase (root check-in, address book, ring) and the rank it waited for.
  *
- * <p>Every connection opens with a {@link Preamble} carrying the job secret: connections of other
- * jobs, scanners and garbage are dropped with a log line. A peer that disconnects without saying
+ * <p>Every connection opens with a {@link Preamble} handshake in which both sides prove, by a
+ * challenge-response over fresh nonces, that they know the job secret (which never travels):
+ * connections of other jobs, replays, scanners and garbage are dropped with a log line. A peer that disconnects without saying
  * goodbye fails every pending and later operation with {@link ErrorCode#REMOTE_ERROR} naming it,
  * on this rank and — relayed along the connections — on every rank still reachable; {@link
  * #abort(String)} does the same with {@link ErrorCode#ABORTED}.
@@ -178,14 +179,17 @@ public final class TcpBootstrap implements Bootstrap {
 
     /**
      * Joins the job whose root listens at {@code address}: {@code "ip:port"}, {@code "if:ip:port"},
-     * {@code "[v6addr]:port"} or {@code "host:port"}. Rank 0 starts the root there; the secret is
-     * derived from the address and {@code MSCCLPP_BOOTSTRAP_SECRET}, so every rank agrees on it
-     * without exchanging anything. Otherwise as {@link #initialize(UniqueId)}.
+     * {@code "[v6addr]:port"} or {@code "host:port"}. Rank 0 starts the root there; the job secret is
+     * a hash of the address and {@link BootstrapOptions#secret()} ({@code MSCCLPP_BOOTSTRAP_SECRET}, the
+     * same on every rank), so every rank agrees on it without exchanging anything. Without a secret
+     * it errors with INVALID_USAGE naming {@code MSCCLPP_BOOTSTRAP_SECRET}, unless
+     * {@link BootstrapOptions#insecure()} ({@code MSCCLPP_BOOTSTRAP_INSECURE=1}) lets the secret come
+     * from the address alone. Otherwise as {@link #initialize(UniqueId)}.
      */
     public Mono<TcpBootstrap> initialize(String address) {
         return Mono.defer(() -> {
             BootstrapAddress root = BootstrapAddress.parse(address);
-            TcpUniqueId tid = TcpUniqueId.derived(root.socketAddress(), options.secret());
+            TcpUniqueId tid = TcpUniqueId.explicit(root.socketAddress(), address, options, rank);
             InterfaceSelector selector = InterfaceSelector.of(options);
             selector.requireListMatches();
             InetAddress rootIp = root.address();
@@ -375,29 +379,41 @@ public final class TcpBootstrap implements Bootstrap {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(new FrameEncoder());
-                        ch.pipeline().addLast(new PreambleHandler(id.secret(), PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
-                                "rank " + rank + " root connection", (ctx, p) -> {
+                        PreambleHandler handshake = PreambleHandler.dialling(id.secret(), PeerLinks.HANDSHAKE_TIMEOUT_NANOS,
+                                "rank " + rank + " root connection",
+                                new Preamble(Preamble.TYPE_ROOT, Preamble.noSession(), rank, size), (ctx, p) -> {
                             if (p.type != Preamble.TYPE_ROOT) {
-                                return CompletableFuture.completedFuture("not a root");
+                                return "not a root";
                             }
+                            // the check-in goes even to a root of another size: the root reports the conflict
+                            ByteBuf body = ctx.alloc().buffer(8 + AddressBook.ENTRY_BYTES);
+                            body.writeIntLE(rank);
+                            body.writeIntLE(size);
+                            AddressBook.writeEntry(body, HostIdentity.hostHash(), Runtime.getRuntime().availableProcessors(),
+                                    listening);
+                            ctx.writeAndFlush(new Frame(Frame.CHECK_IN, Frame.LAST, 0, body));
+                            answered.set(true);
                             if (p.receiverOrSize != size) {
                                 // This job's root answered: another attempt would get the same answer.
-                                answered.set(true);
                                 result.completeExceptionally(JmscclppException.builder(ErrorCode.INVALID_USAGE,
                                                 "this rank was created for a job of " + size + " ranks, but the root at "
                                                         + id.root() + " serves a job of " + p.receiverOrSize)
                                         .rank(rank).phase("root check-in").build());
-                                return CompletableFuture.completedFuture("the root serves " + p.receiverOrSize + " ranks");
+                                return "the root serves " + p.receiverOrSize + " ranks";
                             }
-                            answered.set(true);
                             rootUnreachable = null;
                             checkedInTo = ctx.channel();
                             LOG.log(Level.DEBUG, "rank {0}: checked in with the root at {1}; waiting for the other ranks",
                                     rank, id.root());
                             ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
-                            return CompletableFuture.completedFuture(null);
-                        }));
+                            return null;
+                        });
+                        handshake.outcome().thenAccept(why -> {
+                            if (why != null && !answered.get()) {
+                                rootUnreachable = why;   // another job's root on this port, say: retried
+                            }
+                        });
+                        ch.pipeline().addLast(new FrameEncoder(), handshake);
                     }
                 })
                 .connect(id.root());
@@ -422,14 +438,6 @@ public final class TcpBootstrap implements Bootstrap {
                             .rank(rank).peer(rootPeer).phase("root check-in").build());
                 }
             });
-            ByteBuf out = ch.alloc().buffer(Preamble.BYTES + 16 + 8 + AddressBook.ENTRY_BYTES);
-            new Preamble(Preamble.TYPE_ROOT, id.secret(), Preamble.noSession(), rank, size).writeTo(out);
-            ByteBuf body = ch.alloc().buffer(8 + AddressBook.ENTRY_BYTES);
-            body.writeIntLE(rank);
-            body.writeIntLE(size);
-            AddressBook.writeEntry(body, HostIdentity.hostHash(), Runtime.getRuntime().availableProcessors(), listening);
-            ch.write(out);
-            ch.writeAndFlush(new Frame(Frame.CHECK_IN, Frame.LAST, 0, body));
         });
     }
 

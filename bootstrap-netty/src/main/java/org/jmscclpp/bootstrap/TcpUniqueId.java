@@ -32,7 +32,7 @@ import org.jspecify.annotations.Nullable;
  *     24      2  root port
  *     26      2  reserved, 0
  *     28      4  IPv6 scope id (0 for IPv4)
- *     32     32  secret: 256 random bits
+ *     32     32  secret: 256 random bits (never sent on a connection: the handshake proves it)
  *     64     64  reserved, 0
  * </pre>
  */
@@ -40,6 +40,7 @@ record TcpUniqueId(InetSocketAddress root, byte[] secret) {
 
     private static final int MAGIC = 0x44494D4A; // "JMID" read little-endian
     private static final SecureRandom RANDOM = new SecureRandom();
+    private static final System.Logger LOG = System.getLogger(TcpUniqueId.class.getName());
 
     static TcpUniqueId random(InetSocketAddress root) {
         byte[] secret = new byte[Preamble.SECRET_BYTES];
@@ -51,6 +52,7 @@ record TcpUniqueId(InetSocketAddress root, byte[] secret) {
      * The id both sides of an explicit-address job ({@code "ip:port"}) agree on without talking:
      * the secret is a hash of the canonical address and {@code MSCCLPP_BOOTSTRAP_SECRET}, so two jobs
      * on different roots, or with different shared secrets, never accept each other's connections.
+     * Without a shared secret (null) anyone who knows the address can compute it: see {@link #explicit}.
      */
     static TcpUniqueId derived(InetSocketAddress root, @Nullable String sharedSecret) {
         try {
@@ -67,6 +69,30 @@ record TcpUniqueId(InetSocketAddress root, byte[] secret) {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is part of every JDK", e);
         }
+    }
+
+    /**
+     * The id of an explicit-address job at {@code root} ({@code address} as the user gave it): the
+     * secret comes from {@link BootstrapOptions#secret()}; without one the job fails with
+     * INVALID_USAGE naming {@value BootstrapOptions#SECRET_ENV}, unless {@link BootstrapOptions#insecure()}
+     * lets it derive the secret from the address alone (with a warning).
+     */
+    static TcpUniqueId explicit(InetSocketAddress root, String address, BootstrapOptions options, int rank) {
+        if (options.secret() != null) {
+            return derived(root, options.secret());
+        }
+        if (!options.insecure()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the explicit-address job at " + address
+                            + " has no secret: set " + BootstrapOptions.SECRET_ENV + " to the same string of at least "
+                            + BootstrapOptions.MIN_SECRET_CHARS + " characters on every rank (jmscclpp run sets a "
+                            + "fresh one per job), or " + BootstrapOptions.INSECURE_ENV + "=1 to derive it from the "
+                            + "address alone")
+                    .rank(rank).phase("initialize").build();
+        }
+        LOG.log(System.Logger.Level.WARNING, "rank {0}: {1}=1 and no {2}: the job secret is derived from the root "
+                        + "address {3}, so anyone who knows the address can join or disrupt this job",
+                rank, BootstrapOptions.INSECURE_ENV, BootstrapOptions.SECRET_ENV, address);
+        return derived(root, null);
     }
 
     UniqueId toUniqueId() {

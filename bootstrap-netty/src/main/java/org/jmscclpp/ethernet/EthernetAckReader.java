@@ -13,11 +13,14 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The dialler's reader and decoder of what the listener sends back ({@link EthernetWire}): ACK
- * frames, handed to the connection as they arrive, and at most one ERROR frame, after which the
+ * The dialler's reader and decoder of what the listener sends back ({@link EthernetWire}): the
+ * handshake's CHALLENGE (answered by the connection from this thread), ACK frames, handed to the
+ * connection as they arrive, and at most one ERROR frame, after which the
  * listener closes. Anything else ends the connection with the reason.
  *
  * <p>Two kinds of thread read the socket, one at a time (a lock guards the socket's reads and the
@@ -250,10 +253,20 @@ final class EthernetAckReader implements Runnable {
                     && in.readableBytes() < EthernetWire.HEADER_BYTES + length) {
                 return true;   // the reason is not all here yet
             }
+            if (type == EthernetWire.CHALLENGE && length == EthernetWire.CHALLENGE_BYTES
+                    && in.readableBytes() < EthernetWire.HEADER_BYTES + length) {
+                return true;   // the challenge is not all here yet
+            }
             EthernetWire.Header h = EthernetWire.readHeader(in);
             @Nullable String why;
             if (h.reserved() != 0 || h.region() != 0 || h.offset() != 0) {
                 why = "non-zero reserved fields in a " + EthernetWire.typeName(h.type()) + " frame";
+            } else if (h.type() == EthernetWire.CHALLENGE && h.length() == EthernetWire.CHALLENGE_BYTES
+                    && h.sequence() == 0) {
+                byte[] nonce = new byte[Preamble.NONCE_BYTES];
+                byte[] proof = new byte[Proofs.BYTES];
+                in.readBytes(nonce).readBytes(proof);
+                why = connection.onChallenge(nonce, proof);
             } else if (h.type() == EthernetWire.ACK && h.length() == 0) {
                 why = connection.onAck(h.sequence());
             } else if (h.type() == EthernetWire.ERROR && h.length() >= 0 && h.length() <= EthernetWire.MAX_REASON) {

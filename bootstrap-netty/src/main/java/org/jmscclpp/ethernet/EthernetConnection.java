@@ -22,6 +22,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
@@ -104,6 +105,11 @@ final class EthernetConnection implements Connection {
     /** When the ack thread next looks at the flush deadlines, at the latest (guarded by waiters). */
     private long armedUntil = System.nanoTime() + Long.MAX_VALUE / 4;
     private volatile @Nullable JmscclppException failure;
+    /** The secret and hello of the handshake; set before the hello is sent, read by the ack thread. */
+    private volatile @Nullable Handshake handshake;
+
+    private record Handshake(byte[] secret, byte[] hello) {
+    }
 
     private EthernetConnection(EthernetSession session, Endpoint local, ConnectionContext context,
                                SocketChannel socket) throws IOException {
@@ -124,8 +130,9 @@ final class EthernetConnection implements Connection {
     }
 
     /**
-     * Dials the peer's listener, sends the hello and waits until {@code deadline}
-     * ({@link System#nanoTime()}) for it to be accepted. Blocks: the communicator calls it on a
+     * Dials the peer's listener, runs the handshake of {@link EthernetWire} (the hello, the
+     * listener's challenge, this side's proof of the listener's secret, sent by the ack thread) and
+     * waits until {@code deadline} ({@link System#nanoTime()}) for it to finish. Blocks: the communicator calls it on a
      * virtual thread. On failure nothing stays open.
      */
     static EthernetConnection dial(EthernetSession session, Endpoint local, ConnectionContext context,
@@ -144,19 +151,15 @@ final class EthernetConnection implements Connection {
                     : ErrorCode.REMOTE_ERROR, context, "cannot reach the peer's ETHERNET listener at " + peer.address()
                     + ": " + e);
         }
+        byte[] hello = EthernetWire.hello(context.rank(), context.remoteRank(), context.tag());
+        c.handshake = new Handshake(peer.secret(), hello);
         c.acks.start();
         try {
-            ByteBuf hello = EthernetWire.hello(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, peer.secret(),
-                    context.rank(), context.remoteRank(), context.tag());
+            c.sendLock.lock();
             try {
-                c.sendLock.lock();
-                try {
-                    c.send(new ByteBuffer[] {hello.nioBuffer()}, "connect");
-                } finally {
-                    c.sendLock.unlock();
-                }
+                c.send(new ByteBuffer[] {ByteBuffer.wrap(hello)}, "connect");
             } finally {
-                hello.release();
+                c.sendLock.unlock();
             }
             c.accepted.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             return c;
@@ -524,14 +527,39 @@ final class EthernetConnection implements Connection {
         return EthernetAckReader.selectMillis(next - now);
     }
 
+    /**
+     * The listener's CHALLENGE arrived: checks its proof, answers with this side's; returns why it
+     * is wrong, or null. Runs on the ack thread; frames may be written once it completes {@link #accepted}.
+     */
+    @Nullable String onChallenge(byte[] nonce, byte[] proof) {
+        Handshake h = handshake;
+        if (h == null || accepted.isDone()) {
+            return "a challenge after the handshake";
+        }
+        if (!Proofs.matches(EthernetWire.acceptProof(h.secret(), h.hello(), nonce), proof)) {
+            return "the listener's proof of its endpoint secret is wrong (a stale endpoint, or another process "
+                    + "at that address)";
+        }
+        sendLock.lock();
+        try {
+            send(new ByteBuffer[] {ByteBuffer.wrap(EthernetWire.dialProof(h.secret(), h.hello(), nonce))}, "connect");
+        } catch (JmscclppException e) {
+            accepted.completeExceptionally(e);
+            return null;
+        } finally {
+            sendLock.unlock();
+        }
+        accepted.complete(null);
+        return null;
+    }
+
     /** An ACK arrived; returns why it is wrong, or null. Runs on the ack thread. */
     @Nullable String onAck(long sequence) {
-        if (sequence == 0) {
-            accepted.complete(null);
-            return null;
+        if (!accepted.isDone() || accepted.isCompletedExceptionally()) {
+            return "an acknowledgement before the handshake finished";
         }
         long s = sent;
-        if (sequence < acked || sequence > s) {
+        if (sequence < 1 || sequence < acked || sequence > s) {
             return "acknowledgement of frame " + sequence + " with " + acked + " acknowledged and " + s + " sent";
         }
         List<MonoSink<Void>> done = new ArrayList<>();

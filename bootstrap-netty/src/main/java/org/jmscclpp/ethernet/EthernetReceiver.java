@@ -10,18 +10,21 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.bootstrap.LingeringClose;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The listener's end of one {@link EthernetConnection}: reads the hello and then the WRITE and
- * TOKEN frames of {@link EthernetWire}, applies each to a buffer registered with this session, and
+ * The listener's end of one {@link EthernetConnection}: runs the handshake of {@link EthernetWire}
+ * (hello, challenge, the dialler's proof of the secret; a connection that fails it is closed at
+ * once, unread), then reads the WRITE and TOKEN frames, applies each to a buffer registered with this session, and
  * acknowledges what it applied. Every check of a frame happens on its header, before any byte of
  * its body is stored; a frame that fails one ends this connection (an ERROR frame with the reason,
  * one log line, close) and leaves memory and every other connection as they were.
@@ -49,7 +52,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
      */
     static final int LEND_MIN = 4096;
 
-    private enum State { HELLO, HEADER, BODY, DEAD }
+    private enum State { HELLO, PROOF, HEADER, BODY, DEAD }
 
     private final EthernetSession session;
     private final long handshakeTimeoutNanos;
@@ -58,6 +61,8 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     private @Nullable ByteBuf partial;
     private @Nullable ScheduledFuture<?> handshakeDeadline;
     private EthernetWire.@Nullable Hello hello;
+    /** This side's nonce in the CHALLENGE; set in {@link State#PROOF}. */
+    private byte @Nullable [] nonce;
 
     // the frame whose body is being read
     private byte type;
@@ -87,7 +92,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        handshakeDeadline = ctx.executor().schedule(() -> reject(ctx, "no hello within "
+        handshakeDeadline = ctx.executor().schedule(() -> reject(ctx, "no complete handshake within "
                 + TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos) + " ms"), handshakeTimeoutNanos, TimeUnit.NANOSECONDS);
     }
 
@@ -120,6 +125,12 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
                         ByteBuf h = accumulate(ctx, in, EthernetWire.HELLO_BYTES);
                         if (h != null) {
                             onHello(ctx, h);
+                        }
+                    }
+                    case PROOF -> {
+                        ByteBuf p = accumulate(ctx, in, Proofs.BYTES);
+                        if (p != null) {
+                            onProof(ctx, p);
                         }
                     }
                     case HEADER -> {
@@ -176,7 +187,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         EthernetWire.Hello[] out = new EthernetWire.Hello[1];
         String why;
         try {
-            why = EthernetWire.readHello(h, session.secret(), out);
+            why = EthernetWire.readHello(h, out);
         } finally {
             release(h);
         }
@@ -188,9 +199,29 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
             return;
         }
         hello = out[0];
+        byte[] n = Proofs.nonce();
+        nonce = n;
+        state = State.PROOF;
+        ctx.writeAndFlush(EthernetWire.challenge(ctx.alloc(), n,
+                EthernetWire.acceptProof(session.secret(), out[0].bytes(), n)));
+    }
+
+    private void onProof(ChannelHandlerContext ctx, ByteBuf p) {
+        byte[] proof = new byte[Proofs.BYTES];
+        try {
+            p.readBytes(proof);
+        } finally {
+            release(p);
+        }
+        EthernetWire.Hello h = Objects.requireNonNull(hello);
+        byte[] expected = EthernetWire.dialProof(session.secret(), h.bytes(), Objects.requireNonNull(nonce));
+        if (!Proofs.matches(expected, proof)) {
+            reject(ctx, "wrong proof of the endpoint secret (a stale endpoint, another job, a stray connection, "
+                    + "or a replay)");
+            return;
+        }
         cancelHandshakeDeadline();
         state = State.HEADER;
-        ctx.writeAndFlush(EthernetWire.ack(ctx.alloc(), 0));
     }
 
     private void onHeader(ChannelHandlerContext ctx, EthernetWire.Header h) {
@@ -376,6 +407,7 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         if (state == State.DEAD) {
             return;
         }
+        boolean proven = state != State.HELLO && state != State.PROOF;
         state = State.DEAD;
         String who = hello == null ? "an unidentified dialler"
                 : "rank " + hello.sender() + " (tag " + hello.tag() + ")";
@@ -383,6 +415,14 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
                 session.rankName(), who, ctx.channel().remoteAddress(), why);
         cleanUp();
         if (!ctx.channel().isActive()) {
+            return;
+        }
+        if (!proven) {
+            // a connection that never proved the secret is not read any further: the ERROR goes out
+            // and the connection closes at once (an honest dialler waits for the challenge, so
+            // nothing of its is unread and it sees the reason; anything else may get a reset)
+            ctx.channel().config().setAutoRead(false);
+            ctx.writeAndFlush(EthernetWire.error(ctx.alloc(), why)).addListener(f -> ctx.close());
             return;
         }
         // the ERROR frame must not be overtaken by a reset; what still comes is dropped (DEAD)

@@ -8,7 +8,8 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
+import org.jmscclpp.bootstrap.wire.Preamble;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
@@ -25,7 +26,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Endpoint info (inside {@link org.jmscclpp.core.spi.Endpoint}, through the bootstrap)</h2>
  * <pre>
  *  offset  width  field
- *       0     32  the listener's session secret (random per communicator)
+ *       0     32  the listener's session secret (random per communicator; the key of the handshake,
+ *                 never sent on an ETHERNET connection)
  *      32      1  A = address length, 4 (IPv4) or 16 (IPv6)
  *      33      A  listening address
  *    33+A      2  listening port
@@ -35,25 +37,35 @@ import org.jspecify.annotations.Nullable;
  * 8 bytes: the region id the owner's session gave the buffer. Writes name a region and an offset
  * in it, never a raw address, so a receiver checks a range against a table of its own buffers.
  *
- * <h2>Hello: the first {@value #HELLO_BYTES} bytes from dialler to listener</h2>
+ * <h2>Handshake: the dialler proves it knows the listener's secret, and the listener proves it too</h2>
+ * First the dialler sends its hello, {@value #HELLO_BYTES} bytes:
  * <pre>
  *  offset  width  field
  *       0      4  magic "JMET" (0x4A 0x4D 0x45 0x54)
  *       4      2  version, {@value #VERSION}
  *       6      2  reserved, 0
- *       8     32  the listener's secret, from its endpoint; compared in constant time
+ *       8     32  the dialler's nonce: fresh random bytes (SecureRandom)
  *      40      4  sender rank (the dialler)
  *      44      4  receiver rank (the listener)
  *      48      4  communicator tag of the connection
  *      52      4  reserved, 0
  * </pre>
- * The listener answers an acceptable hello with an {@code ACK} of sequence 0; a wrong one with an
- * {@code ERROR} frame, then closes.
+ * The listener checks it and answers with a {@code CHALLENGE} frame (sequence 0) whose
+ * {@value #CHALLENGE_BYTES}-byte body is its own 32-byte nonce N followed by
+ * {@code HMAC-SHA256(secret, "jmscclpp-ethernet-v2 accept" || hello || N)}, or with an
+ * {@code ERROR} frame and closes. The dialler checks that proof (a wrong one ends the connection),
+ * then sends {@code HMAC-SHA256(secret, "jmscclpp-ethernet-v2 dial" || hello || N)}, 32 bytes with
+ * no header, and its frames may follow at once. The listener reads no frame before that proof
+ * checked (compared in constant time); a wrong one, or a handshake unfinished after
+ * {@code EthernetSession#HANDSHAKE_TIMEOUT_NANOS}, gets an {@code ERROR} frame and the connection
+ * closed at once, unread. Both proofs cover both nonces and every field of the hello, so a recorded
+ * handshake opens no other connection, and neither proof is valid in the other direction.
  *
  * <h2>Frames, both directions after the hello</h2>
  * <pre>
  *  offset  width  field
- *       0      1  type: 1 WRITE, 2 TOKEN (dialler to listener); 3 ACK, 4 ERROR (listener to dialler)
+ *       0      1  type: 1 WRITE, 2 TOKEN (dialler to listener); 3 ACK, 4 ERROR, 5 CHALLENGE (listener
+ *                 to dialler)
  *       1      3  reserved, 0
  *       4      4  L = length of the body that follows the header
  *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE and TOKEN;
@@ -62,7 +74,7 @@ import org.jspecify.annotations.Nullable;
  *      24      8  offset in the region (WRITE, TOKEN; 0 otherwise)
  *      32      L  body: WRITE the bytes, at most {@value #MAX_CHUNK}; TOKEN the 64-bit value
  *                 (L = 8, offset 8-byte aligned); ACK nothing; ERROR the reason in UTF-8, at most
- *                 {@value #MAX_REASON}
+ *                 {@value #MAX_REASON}; CHALLENGE the listener's nonce and proof (L = {@value #CHALLENGE_BYTES})
  * </pre>
  * A write larger than {@value #MAX_CHUNK} bytes travels as several WRITE frames. A receiver checks
  * each header before taking a byte of its body (known type, zero reserved bytes, length within
@@ -73,7 +85,7 @@ import org.jspecify.annotations.Nullable;
 final class EthernetWire {
 
     static final int MAGIC = 0x54454D4A; // "JMET" read little-endian
-    static final short VERSION = 1;
+    static final short VERSION = 2;
     static final int SECRET_BYTES = 32;
     static final int HELLO_BYTES = 56;
     static final int HEADER_BYTES = 32;
@@ -83,6 +95,11 @@ final class EthernetWire {
     static final byte TOKEN = 2;
     static final byte ACK = 3;
     static final byte ERROR = 4;
+    static final byte CHALLENGE = 5;
+    /** Body of a CHALLENGE: the listener's nonce, then its proof. */
+    static final int CHALLENGE_BYTES = Preamble.NONCE_BYTES + Proofs.BYTES;
+    static final String ACCEPT_LABEL = "jmscclpp-ethernet-v2 accept";
+    static final String DIAL_LABEL = "jmscclpp-ethernet-v2 dial";
 
     /** Largest WRITE body; writes are cut into chunks of this size. */
     static final int MAX_CHUNK = 1 << 20;
@@ -151,41 +168,44 @@ final class EthernetWire {
 
     // ---- hello
 
-    static ByteBuf hello(ByteBufAllocator alloc, byte[] secret, int sender, int receiver, int tag) {
-        ByteBuf out = alloc.buffer(HELLO_BYTES);
-        out.writeIntLE(MAGIC).writeShortLE(VERSION).writeShortLE(0);
-        out.writeBytes(secret, 0, SECRET_BYTES);
-        out.writeIntLE(sender).writeIntLE(receiver).writeIntLE(tag).writeIntLE(0);
-        return out;
+    /** A hello of {@code sender} to {@code receiver} for {@code tag}, with a fresh nonce. */
+    static byte[] hello(int sender, int receiver, int tag) {
+        return hello(Proofs.nonce(), sender, receiver, tag);
     }
 
-    /** A hello that passed its checks. */
-    record Hello(int sender, int receiver, int tag) {
+    static byte[] hello(byte[] nonce, int sender, int receiver, int tag) {
+        ByteBuffer b = ByteBuffer.allocate(HELLO_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(MAGIC).putShort(VERSION).putShort((short) 0);
+        b.put(nonce, 0, Preamble.NONCE_BYTES);
+        b.putInt(sender).putInt(receiver).putInt(tag).putInt(0);
+        return b.array();
+    }
+
+    /** A hello that passed its checks, and its bytes (the proofs cover them). */
+    record Hello(int sender, int receiver, int tag, byte[] bytes) {
     }
 
     /**
      * Reads a hello from {@link #HELLO_BYTES} readable bytes; returns why it is unacceptable, or
-     * null with the hello in {@code out[0]}.
+     * null with the hello in {@code out[0]}. Whether the dialler knows the secret is the proofs' business.
      */
-    static @Nullable String readHello(ByteBuf in, byte[] expectedSecret, Hello[] out) {
-        int magic = in.readIntLE();
-        int version = in.readUnsignedShortLE();
-        int reserved = in.readUnsignedShortLE();
-        byte[] secret = new byte[SECRET_BYTES];
-        in.readBytes(secret);
-        int sender = in.readIntLE();
-        int receiver = in.readIntLE();
-        int tag = in.readIntLE();
-        int reserved2 = in.readIntLE();
+    static @Nullable String readHello(ByteBuf in, Hello[] out) {
+        byte[] bytes = new byte[HELLO_BYTES];
+        in.readBytes(bytes);
+        ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        int magic = b.getInt();
+        int version = Short.toUnsignedInt(b.getShort());
+        int reserved = Short.toUnsignedInt(b.getShort());
+        b.position(b.position() + Preamble.NONCE_BYTES);
+        int sender = b.getInt();
+        int receiver = b.getInt();
+        int tag = b.getInt();
+        int reserved2 = b.getInt();
         if (magic != MAGIC) {
             return "not a jmscclpp ETHERNET connection (magic 0x" + Integer.toHexString(magic) + ")";
         }
         if (version != VERSION) {
             return "protocol version " + version + ", this side speaks " + VERSION;
-        }
-        boolean secretOk = MessageDigest.isEqual(secret, expectedSecret);
-        if (!secretOk) {
-            return "wrong secret (a stale endpoint, another job, or a stray connection)";
         }
         if (reserved != 0 || reserved2 != 0) {
             return "non-zero reserved bytes in the hello";
@@ -193,8 +213,26 @@ final class EthernetWire {
         if (sender < 0 || receiver < 0 || tag < 0) {
             return "negative rank or tag in the hello (" + sender + ", " + receiver + ", " + tag + ")";
         }
-        out[0] = new Hello(sender, receiver, tag);
+        out[0] = new Hello(sender, receiver, tag, bytes);
         return null;
+    }
+
+    /** The listener's proof in its CHALLENGE: over the dialler's {@code hello} and its own {@code nonce}. */
+    static byte[] acceptProof(byte[] secret, byte[] hello, byte[] nonce) {
+        return Proofs.compute(secret, ACCEPT_LABEL, hello, nonce);
+    }
+
+    /** The dialler's proof, sent once the listener's checked. */
+    static byte[] dialProof(byte[] secret, byte[] hello, byte[] nonce) {
+        return Proofs.compute(secret, DIAL_LABEL, hello, nonce);
+    }
+
+    /** The CHALLENGE frame: header, the listener's nonce, its proof. */
+    static ByteBuf challenge(ByteBufAllocator alloc, byte[] nonce, byte[] proof) {
+        ByteBuf out = alloc.buffer(HEADER_BYTES + CHALLENGE_BYTES);
+        header(out, CHALLENGE, CHALLENGE_BYTES, 0, 0, 0);
+        out.writeBytes(nonce, 0, Preamble.NONCE_BYTES).writeBytes(proof, 0, Proofs.BYTES);
+        return out;
     }
 
     // ---- frames
@@ -252,6 +290,7 @@ final class EthernetWire {
             case TOKEN -> "TOKEN";
             case ACK -> "ACK";
             case ERROR -> "ERROR";
+            case CHALLENGE -> "CHALLENGE";
             default -> "unknown type " + Byte.toUnsignedInt(type);
         };
     }

@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -25,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -36,6 +38,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
 import org.jmscclpp.testkit.BootstrapChecks;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -160,15 +163,14 @@ class BadInputTest {
         return got.toByteArray();
     }
 
-    /** Reads exactly {@code n} bytes, failing on timeout or an early close. */
-    private static byte[] readExactly(Socket s, int n) throws IOException {
-        byte[] out = s.getInputStream().readNBytes(n);
-        assertEquals(n, out.length, "the server closed after " + out.length + " of " + n + " bytes");
-        return out;
-    }
-
-    private static void assertRootPreamble(byte[] bytes, byte[] secret) {
-        Preamble p = WireBytes.readPreamble(bytes, secret);
+    /**
+     * Runs the connecting side of the handshake with the root on {@code s} with {@code best} (an
+     * outsider that knows the job secret), checks that the root announces its rank count, and sends
+     * a proof made with {@code proofSecret}, then {@code then}.
+     */
+    private static void dialRoot(Socket s, byte[] best, byte[] secret, byte[] proofSecret, byte[] then)
+            throws IOException {
+        Preamble p = WireBytes.readPreamble(WireBytes.dial(s, best, secret, proofSecret, then, null));
         assertEquals(Preamble.TYPE_ROOT, p.type);
         assertEquals(N, p.receiverOrSize, "the root announces its rank count");
     }
@@ -195,7 +197,7 @@ class BadInputTest {
     enum Abuse {
         /** 256 random bytes. */
         GARBAGE,
-        /** A well-formed preamble with another secret. */
+        /** A well-formed preamble, then a proof made with another secret. */
         WRONG_SECRET,
         /** A well-formed preamble of another protocol version. */
         WRONG_VERSION,
@@ -213,10 +215,10 @@ class BadInputTest {
      * The best preamble an outsider with the job secret can make: a root check-in is fully valid at
      * the root; at a listener the job session (handed out by the root) is missing.
      */
-    private static byte[] bestPreamble(Target target, byte[] secret, int targetRank) {
+    private static byte[] bestPreamble(Target target, int targetRank) {
         return target == Target.ROOT_DURING_INIT
-                ? WireBytes.rootPreamble(secret, N - 1, N)
-                : WireBytes.preamble(Preamble.TYPE_PEER, secret, Preamble.noSession(), (targetRank + 1) % N, targetRank);
+                ? WireBytes.rootPreamble(N - 1, N)
+                : WireBytes.preamble(Preamble.TYPE_PEER, Preamble.noSession(), (targetRank + 1) % N, targetRank);
     }
 
     /**
@@ -226,7 +228,7 @@ class BadInputTest {
     private Socket abuse(Abuse abuse, Target target, InetSocketAddress to, byte[] secret, int targetRank)
             throws IOException {
         Socket s = connect(to);
-        byte[] best = bestPreamble(target, secret, targetRank);
+        byte[] best = bestPreamble(target, targetRank);
         boolean answered = target == Target.ROOT_DURING_INIT;
         switch (abuse) {
             case GARBAGE -> {
@@ -238,8 +240,12 @@ class BadInputTest {
             case WRONG_SECRET -> {
                 byte[] other = secret.clone();
                 other[0] ^= 1;
-                s.getOutputStream().write(WireBytes.concat(bestPreamble(target, other, targetRank), lengthField(20)));
-                assertEquals(0, readUntilClosed(s).length, "a wrong secret must get no answer");
+                if (answered) {
+                    dialRoot(s, best, secret, other, lengthField(20));
+                } else {
+                    s.getOutputStream().write(WireBytes.concat(best, new byte[Preamble.PROOF_BYTES], lengthField(20)));
+                }
+                assertEquals(0, readUntilClosed(s).length, "a wrong proof of the secret must get nothing more");
             }
             case WRONG_VERSION -> {
                 byte[] pre = best.clone();
@@ -249,27 +255,27 @@ class BadInputTest {
             }
             case WRONG_SOCKET_TYPE -> {
                 byte[] pre = target == Target.ROOT_DURING_INIT
-                        ? WireBytes.preamble(Preamble.TYPE_PEER, secret, Preamble.noSession(), 0, 1)
-                        : WireBytes.rootPreamble(secret, 0, N);
+                        ? WireBytes.preamble(Preamble.TYPE_PEER, Preamble.noSession(), 0, 1)
+                        : WireBytes.rootPreamble(0, N);
                 s.getOutputStream().write(pre);
                 assertEquals(0, readUntilClosed(s).length, "the wrong socket type must get no answer");
             }
             case OVERSIZED_LENGTH -> {
-                s.getOutputStream().write(WireBytes.concat(best, lengthField(0x7FFFFFF0), new byte[32]));
+                byte[] huge = WireBytes.concat(lengthField(0x7FFFFFF0), new byte[32]);
                 if (answered) {
-                    assertRootPreamble(readExactly(s, Preamble.BYTES), secret);
+                    dialRoot(s, best, secret, secret, huge);
+                } else {
+                    s.getOutputStream().write(WireBytes.concat(best, new byte[Preamble.PROOF_BYTES], huge));
                 }
-                assertEquals(0, readUntilClosed(s).length, "nothing may follow the preamble answer");
+                assertEquals(0, readUntilClosed(s).length, "nothing may follow the handshake");
             }
             case TRUNCATED_FRAME -> {
                 byte[] checkIn = WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, checkInPayload(N - 1, N, 1,
                         new InetSocketAddress(InetAddress.getLoopbackAddress(), 9)));
                 byte[] half = Arrays.copyOf(checkIn, checkIn.length / 2);
                 if (answered) {
-                    // Wait for the root's answer so the truncated frame reaches a connection it accepted.
-                    s.getOutputStream().write(best);
-                    assertRootPreamble(readExactly(s, Preamble.BYTES), secret);
-                    s.getOutputStream().write(half);
+                    // Finish the handshake so the truncated frame reaches a connection the root accepted.
+                    dialRoot(s, best, secret, secret, half);
                 } else {
                     // A listener refuses the preamble at once: send everything before it can reset us.
                     s.getOutputStream().write(WireBytes.concat(best, half));
@@ -352,6 +358,108 @@ class BadInputTest {
         BootstrapChecks.runAll(job.ranks, DEADLINE);
         job.ranks.get(target).close();
         assertEquals(0, readUntilClosed(held).length);
+    }
+
+    /**
+     * The bytes an honest rank sent to the root (preamble, proof, check-in), recorded by a proxy in
+     * front of the root and replayed from another socket, prove nothing: the root's answer carries a
+     * fresh nonce, so the recorded proof does not fit, and the check-in behind it is never read (no
+     * "rank already checked in" refusal that could hurt the real rank). The job completes.
+     */
+    @Test
+    void replayedCheckInOfAnHonestRankIsRefused() throws Exception {
+        Job job = new Job();
+        for (int r = 0; r < N - 1; r++) {
+            if (r != 1) {
+                job.start(r);
+            }
+        }
+        int checkInBytes = Preamble.BYTES + Preamble.PROOF_BYTES
+                + WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, new byte[8 + AddressBook.ENTRY_BYTES]).length;
+        try (RecordingProxy proxy = new RecordingProxy(job.wire.root())) {
+            // rank 1 checks in through the proxy, which records what it sends
+            UniqueId viaProxy = new TcpUniqueId(proxy.address(), job.wire.secret()).toUniqueId();
+            job.inits.set(1, job.ranks.get(1).initialize(viaProxy).toFuture());
+            byte[] recorded = proxy.awaitClientBytes(checkInBytes, DEADLINE);
+
+            Socket replay = connect(job.wire.root());
+            replay.getOutputStream().write(recorded);
+            byte[] got = readUntilClosed(replay);
+            assertEquals(WireBytes.ANSWER_BYTES, got.length,
+                    "the root answers the replayed preamble with a new challenge, then drops the connection");
+            Preamble answer = WireBytes.readPreamble(Arrays.copyOf(got, Preamble.BYTES));
+            assertEquals(N, answer.receiverOrSize);
+
+            job.start(N - 1);
+            job.completesAndPassesChecks();
+        }
+        assertEquals(List.of(), job.rootProblems(), "the replay must not reach the check-in logic");
+    }
+
+    /** A TCP proxy for one connection to {@code target} that records the bytes its client sends. */
+    private static final class RecordingProxy implements AutoCloseable {
+        private final ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        private final ByteArrayOutputStream fromClient = new ByteArrayOutputStream();
+        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+
+        RecordingProxy(InetSocketAddress target) throws IOException {
+            Thread.ofPlatform().daemon().name("recording-proxy").start(() -> {
+                try {
+                    Socket client = server.accept();
+                    Socket upstream = new Socket();
+                    sockets.add(client);
+                    sockets.add(upstream);
+                    upstream.connect(target, READ_TIMEOUT_MS);
+                    Thread.ofPlatform().daemon().name("recording-proxy-down")
+                            .start(() -> pump(upstream, client, null));
+                    pump(client, upstream, fromClient);
+                } catch (IOException e) {
+                    // closed: the test is over
+                }
+            });
+        }
+
+        InetSocketAddress address() {
+            return (InetSocketAddress) server.getLocalSocketAddress();
+        }
+
+        private void pump(Socket from, Socket to, @Nullable ByteArrayOutputStream record) {
+            byte[] buf = new byte[4096];
+            try {
+                for (int n = from.getInputStream().read(buf); n >= 0; n = from.getInputStream().read(buf)) {
+                    if (record != null) {
+                        synchronized (this) {
+                            record.write(buf, 0, n);
+                            notifyAll();
+                        }
+                    }
+                    to.getOutputStream().write(buf, 0, n);
+                }
+                to.shutdownOutput();
+            } catch (IOException e) {
+                // one side closed or reset: the other follows when the test closes the proxy
+            }
+        }
+
+        synchronized byte[] awaitClientBytes(int n, Duration timeout) throws InterruptedException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (fromClient.size() < n) {
+                long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                if (left <= 0) {
+                    throw new AssertionError("the rank sent " + fromClient.size() + " of " + n + " bytes through the proxy");
+                }
+                wait(left);
+            }
+            return fromClient.toByteArray();
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            for (Socket s : sockets) {
+                s.close();
+            }
+        }
     }
 
     // ------------------------------------------------------------------ ranks that check in wrongly
@@ -442,9 +550,8 @@ class BadInputTest {
             payload[payload.length - 3] = 0;
         }
         Socket s = connect(job.wire.root());
-        s.getOutputStream().write(WireBytes.concat(WireBytes.rootPreamble(job.wire.secret(), rank, size),
-                WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, payload)));
-        assertRootPreamble(readExactly(s, Preamble.BYTES), job.wire.secret());
+        dialRoot(s, WireBytes.rootPreamble(rank, size), job.wire.secret(), job.wire.secret(),
+                WireBytes.frame(Frame.CHECK_IN, Frame.LAST, 0, payload));
         JmscclppException e = decodeFailure(readUntilClosed(s));
         assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
         String expected = switch (bad) {

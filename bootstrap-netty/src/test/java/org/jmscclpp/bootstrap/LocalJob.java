@@ -6,9 +6,11 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
@@ -40,6 +42,13 @@ public final class LocalJob implements AutoCloseable {
             ranks.forEach(TcpBootstrap::close);
             throw e;
         }
+    }
+
+    /** A fresh job secret for explicit-address jobs ({@link BootstrapOptions.Builder#secret}): 32 hex digits. */
+    public static String newSecret() {
+        byte[] b = new byte[16];
+        new SecureRandom().nextBytes(b);
+        return HexFormat.of().formatHex(b);
     }
 
     /** N ranks initialized with {@code "ip:port"}; rank 0 hosts the root there. */

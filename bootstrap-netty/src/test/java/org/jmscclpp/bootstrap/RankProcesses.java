@@ -38,6 +38,8 @@ public final class RankProcesses implements AutoCloseable {
     private final String name;
     private final Class<?> mainClass;
     private final Map<Integer, Rank> ranks = new TreeMap<>();
+    /** {@code MSCCLPP_BOOTSTRAP_SECRET} of every rank of this group unless {@code env} sets it. */
+    private final String secret = LocalJob.newSecret();
 
     RankProcesses(String name, Class<?> mainClass) {
         this.name = name;
@@ -60,7 +62,9 @@ public final class RankProcesses implements AutoCloseable {
     /**
      * Starts {@code rank} under {@code prefix} (a command that runs the JVM, such as
      * {@code ip netns exec NS}), with {@code args} and extra environment variables {@code env}. The
-     * child sees no {@code MSCCLPP_*} variable of this JVM's environment, only those in {@code env}.
+     * child sees no {@code MSCCLPP_*} variable of this JVM's environment, only those in {@code env}
+     * and {@code MSCCLPP_BOOTSTRAP_SECRET}, one fresh secret for the ranks of this group (an
+     * {@code env} entry wins).
      */
     public synchronized void start(int rank, List<String> prefix, List<String> args, Map<String, String> env) {
         if (ranks.containsKey(rank)) {
@@ -70,6 +74,9 @@ public final class RankProcesses implements AutoCloseable {
         command.addAll(ChildJvm.command(JVM_FLAGS, mainClass, args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.environment().keySet().removeIf(k -> k.startsWith("MSCCLPP_"));
+        // the job's secret for explicit-address ranks, as jmscclpp run sets one; a test that wants
+        // none names the variable with an empty value
+        pb.environment().put(BootstrapOptions.SECRET_ENV, secret);
         pb.environment().putAll(env);
         Process p;
         try {

@@ -77,6 +77,7 @@ class TcpBootstrapConformanceTest {
 
     private static BootstrapOptions options(int maxFrameBytes) {
         return BootstrapOptions.builder()
+                .secret(LocalJob.newSecret())
                 .initTimeout(Duration.ofSeconds(15))
                 .operationTimeout(Duration.ofSeconds(15))
                 .maxFrameBytes(maxFrameBytes)
@@ -729,7 +730,8 @@ class TcpBootstrapConformanceTest {
     @ValueSource(strings = {"id", "address"})
     void aJobMissingARankTimesOutOnEveryPresentRank(String how) {
         int n = 3;
-        BootstrapOptions oneSecond = BootstrapOptions.builder().initTimeout(Duration.ofSeconds(1)).build();
+        BootstrapOptions oneSecond = BootstrapOptions.builder().secret(LocalJob.newSecret())
+                .initTimeout(Duration.ofSeconds(1)).build();
         List<TcpBootstrap> present = new ArrayList<>();
         for (int r = 0; r < n - 1; r++) {
             present.add(track(TcpBootstrap.create(r, n, oneSecond)));

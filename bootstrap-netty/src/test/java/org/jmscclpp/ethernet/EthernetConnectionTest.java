@@ -1,5 +1,6 @@
 package org.jmscclpp.ethernet;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,12 +27,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.jmscclpp.bootstrap.EventLoops;
 import org.jmscclpp.bootstrap.ResourceSnapshot;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.spi.Endpoint;
 import org.jmscclpp.testkit.InMemoryBootstrap;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -221,14 +224,6 @@ class EthernetConnectionTest {
         });
     }
 
-    private static byte[] hello(byte[] secret) {
-        io.netty.buffer.ByteBuf b = EthernetWire.hello(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, secret, 0, 1, 0);
-        byte[] out = new byte[b.readableBytes()];
-        b.readBytes(out);
-        b.release();
-        return out;
-    }
-
     private static byte[] frame(byte type, int length, long seq, long region, long offset, int bodyBytes) {
         ByteBuffer b = ByteBuffer.allocate(EthernetWire.HEADER_BYTES + bodyBytes).order(ByteOrder.LITTLE_ENDIAN);
         b.put(type).put((byte) 0).putShort((short) 0).putInt(length).putLong(seq).putLong(region).putLong(offset);
@@ -238,11 +233,17 @@ class EthernetConnectionTest {
         return b.array();
     }
 
-    /** Sends {@code bytes} to the listener and returns the ERROR reason it answers with before closing. */
-    private static String attack(InetSocketAddress at, byte[]... parts) throws IOException {
+    /**
+     * Sends {@code parts} to the listener, after a handshake with a proof of {@code secret} when it
+     * is not null, and returns the ERROR reason it answers with before closing.
+     */
+    private static String attack(InetSocketAddress at, byte @Nullable [] secret, byte[]... parts) throws IOException {
         try (Socket s = new Socket()) {
             s.connect(at, 5000);
             s.setSoTimeout(15_000);
+            if (secret != null) {
+                EthernetHandshakes.dial(s, secret);
+            }
             OutputStream out = s.getOutputStream();
             for (byte[] p : parts) {
                 out.write(p);
@@ -258,6 +259,8 @@ class EthernetConnectionTest {
                     byte[] text = new byte[h.getInt(4)];
                     in.readFully(text);
                     reason = new String(text, StandardCharsets.UTF_8);
+                } else {
+                    in.skipNBytes(h.getInt(4));   // the CHALLENGE's body
                 }
             }
             InputStream raw = s.getInputStream();
@@ -279,21 +282,33 @@ class EthernetConnectionTest {
                     InetSocketAddress at = mine.listening();
                     byte[] wrong = mine.secret().clone();
                     wrong[0] ^= 0x40;
-                    Map<String, byte[][]> attacks = new java.util.LinkedHashMap<>();
+                    byte[] secret = mine.secret();
+                    Map<String, Object[]> attacks = new java.util.LinkedHashMap<>();
                     List.<Object[]>of(
-                            new Object[] {"not a jmscclpp ETHERNET connection", new byte[][] {new byte[200]}},
-                            new Object[] {"wrong secret", new byte[][] {hello(wrong), frame(EthernetWire.WRITE, 64, 1, region, 0, 64)}},
-                            new Object[] {"a WRITE body is 1 to", new byte[][] {hello(mine.secret()),
-                                    frame(EthernetWire.WRITE, Integer.MAX_VALUE, 1, region, 0, 1024)}},
-                            new Object[] {"outside the region", new byte[][] {hello(mine.secret()),
+                            new Object[] {"not a jmscclpp ETHERNET connection", null, new byte[][] {new byte[200]}},
+                            // nothing after the wrong proof: the listener closes at once, and bytes it
+                            // never read would reset the connection before its ERROR frame is read
+                            new Object[] {"wrong proof of the endpoint secret", wrong, new byte[0][]},
+                            new Object[] {"a WRITE body is 1 to", secret,
+                                    new byte[][] {frame(EthernetWire.WRITE, Integer.MAX_VALUE, 1, region, 0, 1024)}},
+                            new Object[] {"outside the region", secret, new byte[][] {
                                     frame(EthernetWire.WRITE, 4096, 1, region, EthernetScenario.BUFFER_BYTES - 100, 4096)}},
-                            new Object[] {"no buffer of this process", new byte[][] {hello(mine.secret()),
-                                    frame(EthernetWire.WRITE, 16, 1, region ^ 0x5555, 0, 16)}}).forEach(x -> attacks.put((String) x[0], (byte[][]) x[1]));
+                            new Object[] {"no buffer of this process", secret, new byte[][] {
+                                    frame(EthernetWire.WRITE, 16, 1, region ^ 0x5555, 0, 16)}})
+                            .forEach(x -> attacks.put((String) x[0], new Object[] {x[1], x[2]}));
                     for (var e : attacks.entrySet()) {
                         System.out.println("attack: " + e.getKey());
-                        String reason = attack(at, e.getValue());
+                        String reason = attack(at, (byte[]) e.getValue()[0], (byte[][]) e.getValue()[1]);
                         assertTrue(reason.contains(e.getKey()), "expected '" + e.getKey() + "' in: " + reason);
                     }
+                    // an honest handshake's bytes, recorded and replayed on another connection
+                    byte[] recorded;
+                    try (Socket honest = new Socket()) {
+                        honest.connect(at, 5000);
+                        recorded = EthernetHandshakes.dial(honest, secret);
+                    }
+                    String reason = attack(at, null, recorded);
+                    assertTrue(reason.contains("wrong proof of the endpoint secret"), "replay: " + reason);
                 } catch (IOException e) {
                     throw new AssertionError(e);
                 }
@@ -341,8 +356,12 @@ class EthernetConnectionTest {
             CompletableFuture<Socket> accepted = CompletableFuture.supplyAsync(() -> {
                 try {
                     Socket peer = fake.accept();
-                    peer.getInputStream().readNBytes(EthernetWire.HELLO_BYTES);
-                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 0, 0, 0, 0));
+                    byte[] hello = peer.getInputStream().readNBytes(EthernetWire.HELLO_BYTES);
+                    byte[] challenge = EthernetHandshakes.challenge(new byte[EthernetWire.SECRET_BYTES], hello);
+                    peer.getOutputStream().write(challenge);
+                    byte[] proof = peer.getInputStream().readNBytes(Proofs.BYTES);
+                    assertArrayEquals(EthernetHandshakes.proof(new byte[EthernetWire.SECRET_BYTES], hello, challenge),
+                            proof, "the dialler proves the secret of the endpoint it dialled");
                     return peer;
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);

@@ -3,6 +3,7 @@ package org.jmscclpp.ethernet;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.jmscclpp.bootstrap.EventLoops;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.Transport;
@@ -32,7 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The frames of {@link EthernetWire} through the listener's decoder ({@link EthernetReceiver}) in
  * an {@link EmbeddedChannel}: good frames land and are acknowledged, split at any byte; bad ones
- * (garbage, wrong secret, oversized, out of region, unknown region, out of sequence) get an ERROR
+ * (garbage, a wrong or replayed proof of the secret, oversized, out of region, unknown region, out of sequence) get an ERROR
  * frame and a closed channel, and leave the buffer exactly as it was.
  */
 class EthernetWireTest {
@@ -109,8 +111,26 @@ class EthernetWireTest {
         }
     }
 
-    private ByteBuf hello(byte[] secret) {
-        return EthernetWire.hello(ALLOC, secret, 1, 0, 7);
+    /** Runs the dialler's side of the handshake on {@code ch} with this session's secret; drains the CHALLENGE. */
+    private void handshake(EmbeddedChannel ch) {
+        byte[] hello = EthernetHandshakes.hello();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello));
+        byte[] challenge = readChallenge(ch);
+        assertTrue(EthernetHandshakes.challengeProves(session.secret(), hello, challenge),
+                "the listener proves its secret");
+        ch.writeInbound(Unpooled.wrappedBuffer(EthernetHandshakes.proof(session.secret(), hello, challenge)));
+    }
+
+    private static byte[] readChallenge(EmbeddedChannel ch) {
+        ByteBuf b = ch.readOutbound();
+        assertNotNull(b, "the listener answers a hello with a CHALLENGE");
+        try {
+            byte[] out = new byte[b.readableBytes()];
+            b.readBytes(out);
+            return out;
+        } finally {
+            b.release();
+        }
     }
 
     private ByteBuf write(long seq, long reg, long offset, byte[] body) {
@@ -164,14 +184,13 @@ class EthernetWireTest {
     void writesAndTokensLandInOrderAndAreAcknowledged() {
         EmbeddedChannel ch = channel();
         byte[] body = pattern(1000, 1);
-        ch.writeInbound(hello(session.secret()));
+        handshake(ch);
         ch.writeInbound(write(1, region, 100, body));
         ch.writeInbound(EthernetWire.token(ALLOC, 2, region, 2048, 0x1122334455667788L));
         List<String> reasons = new ArrayList<>();
         List<EthernetWire.Header> out = frames(ch, reasons);
         assertEquals(List.of(), reasons);
         assertEquals(EthernetWire.ACK, out.getFirst().type());
-        assertEquals(0, out.getFirst().sequence(), "the hello is accepted with ACK 0");
         assertEquals(2, out.getLast().sequence(), "everything applied is acknowledged");
         MemorySegment s = buffer.hostSegment();
         assertEquals(-1, MemorySegment.mismatch(s, 100, 1100, MemorySegment.ofArray(body), 0, 1000));
@@ -186,8 +205,13 @@ class EthernetWireTest {
     void framesSplitAtEveryByteStillLand() {
         EmbeddedChannel ch = channel();
         byte[] body = pattern(300, 9);
-        ByteBuf all = Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 7, body),
-                EthernetWire.token(ALLOC, 2, region, 8, 99));
+        byte[] hello = EthernetHandshakes.hello();
+        for (byte b : hello) {
+            ch.writeInbound(Unpooled.wrappedBuffer(new byte[] {b}));
+        }
+        byte[] challenge = readChallenge(ch);
+        ByteBuf all = Unpooled.wrappedBuffer(Unpooled.wrappedBuffer(EthernetHandshakes.proof(session.secret(), hello,
+                challenge)), write(1, region, 7, body), EthernetWire.token(ALLOC, 2, region, 8, 99));
         while (all.isReadable()) {
             ch.writeInbound(all.readRetainedSlice(1));
         }
@@ -224,36 +248,76 @@ class EthernetWireTest {
         EmbeddedChannel ch = channel();
         byte[] wrong = session.secret().clone();
         wrong[31] ^= 1;
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(wrong), write(1, region, 0, pattern(64, 1))));
-        assertRejected(ch, "wrong secret");
+        byte[] hello = EthernetHandshakes.hello();
+        ch.writeInbound(Unpooled.wrappedBuffer(hello));
+        byte[] challenge = readChallenge(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(Unpooled.wrappedBuffer(EthernetHandshakes.proof(wrong, hello, challenge)),
+                write(1, region, 0, pattern(64, 1))));
+        assertRejected(ch, "wrong proof of the endpoint secret");
+    }
+
+    @Test
+    void aReplayedHandshakeIsRejectedBeforeAnyWrite() {
+        EmbeddedChannel honest = channel();
+        byte[] hello = EthernetHandshakes.hello();
+        honest.writeInbound(Unpooled.wrappedBuffer(hello));
+        byte[] proof = EthernetHandshakes.proof(session.secret(), hello, readChallenge(honest));
+        honest.writeInbound(Unpooled.wrappedBuffer(proof));
+        honest.writeInbound(write(1, region, 0, pattern(8, 1)));
+        assertTrue(honest.isActive(), "the honest connection is accepted");
+        honest.finishAndReleaseAll();
+        buffer.hostSegment().fill((byte) 0x5A);
+
+        // the recorded bytes from another connection: the listener's new nonce makes the proof wrong
+        EmbeddedChannel replay = channel();
+        replay.writeInbound(Unpooled.wrappedBuffer(Unpooled.wrappedBuffer(hello), Unpooled.wrappedBuffer(proof),
+                write(1, region, 0, pattern(64, 1))));
+        readChallenge(replay);
+        assertRejected(replay, "wrong proof of the endpoint secret");
+    }
+
+    @Test
+    void aHelloWithoutAProofIsClosedAtTheHandshakeDeadline() {
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ch.freezeTime();
+        ch.pipeline().addLast(new EthernetReceiver(session, TimeUnit.MILLISECONDS.toNanos(500)));
+        ch.writeInbound(Unpooled.wrappedBuffer(EthernetHandshakes.hello()));
+        readChallenge(ch);
+        ch.advanceTimeBy(500, TimeUnit.MILLISECONDS);
+        ch.runScheduledPendingTasks();
+        assertRejected(ch, "no complete handshake within 500 ms");
     }
 
     @Test
     void anOversizedWriteIsRejected() {
         EmbeddedChannel ch = channel();
         ByteBuf h = EthernetWire.writeHeader(ALLOC, EthernetWire.MAX_CHUNK + 1, 1, region, 0);
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), h, Unpooled.wrappedBuffer(pattern(4096, 2))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(h, Unpooled.wrappedBuffer(pattern(4096, 2))));
         assertRejected(ch, "a WRITE body is 1 to");
     }
 
     @Test
     void anOutOfRegionWriteIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 4000, pattern(200, 3))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(write(1, region, 4000, pattern(200, 3))));
         assertRejected(ch, "outside the region of 4096 bytes");
     }
 
     @Test
     void aNegativeOffsetIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, -8, pattern(8, 3))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(write(1, region, -8, pattern(8, 3))));
         assertRejected(ch, "outside the region");
     }
 
     @Test
     void anUnknownRegionIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region + 1000, 0, pattern(8, 3))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(write(1, region + 1000, 0, pattern(8, 3))));
         assertRejected(ch, "no buffer of this process is registered");
     }
 
@@ -261,28 +325,32 @@ class EthernetWireTest {
     void aClosedRegistrationIsNoLongerWritable() {
         registration.close();
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(1, region, 0, pattern(8, 3))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(write(1, region, 0, pattern(8, 3))));
         assertRejected(ch, "no buffer of this process is registered");
     }
 
     @Test
     void aSkippedSequenceNumberIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), write(2, region, 0, pattern(8, 3))));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(write(2, region, 0, pattern(8, 3))));
         assertRejected(ch, "sequence number 2, expected 1");
     }
 
     @Test
     void aMisalignedTokenIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), EthernetWire.token(ALLOC, 1, region, 4, 1)));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(EthernetWire.token(ALLOC, 1, region, 4, 1)));
         assertRejected(ch, "8-byte aligned");
     }
 
     @Test
     void anAckFromTheDiallerIsRejected() {
         EmbeddedChannel ch = channel();
-        ch.writeInbound(Unpooled.wrappedBuffer(hello(session.secret()), EthernetWire.ack(ALLOC, 1)));
+        handshake(ch);
+        ch.writeInbound(Unpooled.wrappedBuffer(EthernetWire.ack(ALLOC, 1)));
         assertRejected(ch, "WRITE and TOKEN frames only");
     }
 }

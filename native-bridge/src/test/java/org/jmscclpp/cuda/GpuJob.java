@@ -63,6 +63,10 @@ public final class GpuJob {
     public static List<String> run(Class<?> rankMain, int nRanks, Duration timeout, Path logs, String scenario,
                                    String... args) {
         String address = "127.0.0.1:" + freePort();
+        // a fresh job secret, as jmscclpp run sets one: only these ranks can join
+        byte[] secretBytes = new byte[16];
+        new java.security.SecureRandom().nextBytes(secretBytes);
+        String secret = java.util.HexFormat.of().formatHex(secretBytes);
         List<Process> processes = new ArrayList<>();
         List<Path> outputs = new ArrayList<>();
         try {
@@ -74,6 +78,7 @@ public final class GpuJob {
                 ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, rankMain, a))
                         .redirectErrorStream(true).redirectOutput(out.toFile());
                 pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
+                pb.environment().put("MSCCLPP_BOOTSTRAP_SECRET", secret);
                 // NCCL must never use NVLink multicast on the shared GPU hosts
                 pb.environment().put("NCCL_NVLS_ENABLE", "0");
                 processes.add(pb.start());

@@ -155,7 +155,9 @@ public final class Main {
         sb.append("  jmscclpp SAMPLE [args...]\n");
         sb.append("      run one rank of SAMPLE under a launcher: mpirun -np N (the id goes through its PMIx server),\n");
         sb.append("      torchrun --no-python (through its TCPStore), srun (PMIx, else the first node), or with\n");
-        sb.append("      JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port (which overrides any launcher's)\n");
+        sb.append("      JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port (which overrides any launcher's);\n");
+        sb.append("      where rank 0 hosts the root at an address, every rank needs the same MSCCLPP_BOOTSTRAP_SECRET\n");
+        sb.append("      (16+ characters; run sets one) or MSCCLPP_BOOTSTRAP_INSECURE=1\n");
         sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
         sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
         sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');

@@ -8,8 +8,10 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +29,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -41,8 +44,9 @@ import org.jspecify.annotations.Nullable;
  * runs the rank's main class. It finds its identity in
  * {@code JMSCCLPP_RANK}, {@code JMSCCLPP_WORLD_SIZE}, {@code JMSCCLPP_LOCAL_RANK} and in
  * {@code MSCCLPP_COMM_ID=127.0.0.1:PORT}, a port that was free on the loopback interface a moment
- * before the ranks started (see {@link RankEnvironment}). Every line a rank writes on stdout or
- * stderr is handed to an output consumer with the rank number; the command line prints it with a
+ * before the ranks started (see {@link RankEnvironment}), with {@code MSCCLPP_BOOTSTRAP_SECRET} set
+ * to 32 fresh random bytes in hex for the job (unless the caller's environment map gives one).
+ * Every line a rank writes on stdout or stderr is handed to an output consumer with the rank number; the command line prints it with a
  * {@code [rank R] } prefix.
  *
  * <p>A {@link Job} is fail-fast by default: as soon as one rank exits with a non-zero code, the
@@ -250,12 +254,17 @@ public final class Launcher {
             this.shutdownHook = Thread.ofPlatform().name("jmscclpp-launcher-shutdown").unstarted(this::stopAndWait);
             Runtime.getRuntime().addShutdownHook(shutdownHook);
             List<String> command = rankCommand(b.jvmArgs, b.mainClass, b.programArgs);
+            // a fresh job secret: only these ranks can check in with the root or reach each other
+            byte[] secretBytes = new byte[32];
+            new SecureRandom().nextBytes(secretBytes);
+            String secret = b.env.getOrDefault(BootstrapOptions.SECRET_ENV, HexFormat.of().formatHex(secretBytes));
             List<CompletableFuture<?>> parts = new ArrayList<>();
             for (int rank = 0; rank < nRanks; rank++) {
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
                 env.putAll(b.env);
                 env.put(RankEnvironment.COMM_ID, rootAddress);
+                env.put(BootstrapOptions.SECRET_ENV, secret);
                 env.put(RankEnvironment.JMSCCLPP_RANK, Integer.toString(rank));
                 env.put(RankEnvironment.JMSCCLPP_WORLD_SIZE, Integer.toString(nRanks));
                 env.put(RankEnvironment.JMSCCLPP_LOCAL_RANK, Integer.toString(rank));

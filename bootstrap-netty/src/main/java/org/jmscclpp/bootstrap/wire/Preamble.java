@@ -6,9 +6,8 @@ import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The 64 bytes that open every TCP connection of the bootstrap, in both directions: the connecting
- * side sends its preamble first, the accepting side checks it and answers with its own, and each
- * side drops a connection whose preamble is wrong without disturbing the job.
+ * The 64 bytes each side of a bootstrap TCP connection sends first, and the proofs that follow
+ * them: the two sides prove to each other that they know the job secret without sending it.
  *
  * <pre>
  * offset  width  meaning (integers little-endian)
@@ -16,12 +15,26 @@ import org.jspecify.annotations.Nullable;
  *      4      2  protocol version ({@link #VERSION})
  *      6      1  socket type: 1 = rank to root, 2 = rank to rank
  *      7      1  reserved, 0
- *      8     32  job secret (from the unique id, or derived from the explicit address)
+ *      8     32  nonce: fresh random bytes of the side that sends this preamble (SecureRandom)
  *     40     16  job session: 0 towards the root; the session the root handed out otherwise
- *     56      4  sender rank
- *     60      4  receiver rank (rank to rank), or the sender's rank count (rank to root)
+ *     56      4  sender rank (-1 for the root)
+ *     60      4  receiver rank (rank to rank), or the job's rank count (rank to root)
  * </pre>
- * The secret is compared in constant time.
+ *
+ * <p>The handshake ({@link PreambleHandler}), D the side that connects and A the side that accepts:
+ * <ol>
+ *   <li>D sends its preamble;</li>
+ *   <li>A checks it, then sends its own preamble followed by the 32-byte
+ *       {@code HMAC-SHA256(secret, "jmscclpp-bootstrap-v2 accept" || D's preamble || A's preamble)};</li>
+ *   <li>D checks that proof, then sends
+ *       {@code HMAC-SHA256(secret, "jmscclpp-bootstrap-v2 dial" || D's preamble || A's preamble)},
+ *       and its frames may follow at once;</li>
+ *   <li>A checks that proof before it reads a frame.</li>
+ * </ol>
+ * Both proofs cover both nonces and every field (type, session, sender, receiver or rank count),
+ * so a recorded exchange proves nothing on a new connection, and neither proof is valid in the
+ * other direction. Proofs are compared in constant time ({@link MessageDigest#isEqual}). The
+ * secret itself never travels.
  */
 public final class Preamble {
 
@@ -29,7 +42,7 @@ public final class Preamble {
     public static final int BYTES = 64;
     static final int MAGIC = 0x53424D4A; // "JMBS" read little-endian
     /** The protocol version this side speaks (also carried in the unique id). */
-    public static final short VERSION = 1;
+    public static final short VERSION = 2;
     /** Socket type of a rank's connection to the root. */
     public static final byte TYPE_ROOT = 1;
     /** Socket type of a connection between two ranks. */
@@ -38,20 +51,52 @@ public final class Preamble {
     public static final int SECRET_BYTES = 32;
     /** Size of the job session. */
     public static final int SESSION_BYTES = 16;
+    /** Size of a preamble's nonce. */
+    public static final int NONCE_BYTES = 32;
+    /** Size of a proof ({@link Proofs#BYTES}). */
+    public static final int PROOF_BYTES = Proofs.BYTES;
+    static final String ACCEPT_LABEL = "jmscclpp-bootstrap-v2 accept";
+    static final String DIAL_LABEL = "jmscclpp-bootstrap-v2 dial";
 
     /** {@link #TYPE_ROOT} or {@link #TYPE_PEER}. */
     public final byte type;
-    final byte[] secret;
     final byte[] session;
     /** The sender's rank. */
     public final int sender;
-    /** The receiver's rank (rank to rank), or the sender's rank count (rank to root). */
+    /** The receiver's rank (rank to rank), or the job's rank count (rank to root). */
     public final int receiverOrSize;
+    /** The {@link #BYTES} bytes of this preamble as they travel (proofs cover them). */
+    private final byte[] wire;
 
-    /** A preamble with the fields of the diagram; {@link #writeTo} puts it on the wire. */
-    public Preamble(byte type, byte[] secret, byte[] session, int sender, int receiverOrSize) {
+    /**
+     * This side's preamble with the fields of the diagram and a fresh nonce; {@link #writeTo} puts
+     * it on the wire.
+     */
+    public Preamble(byte type, byte[] session, int sender, int receiverOrSize) {
+        this(type, session, sender, receiverOrSize, Proofs.nonce());
+    }
+
+    /** A preamble with a given nonce (tests replay and forge with it). */
+    public Preamble(byte type, byte[] session, int sender, int receiverOrSize, byte[] nonce) {
         this.type = type;
-        this.secret = secret;
+        this.session = session.clone();
+        this.sender = sender;
+        this.receiverOrSize = receiverOrSize;
+        ByteBuf out = io.netty.buffer.Unpooled.wrappedBuffer(new byte[BYTES]).clear();
+        out.writeIntLE(MAGIC);
+        out.writeShortLE(VERSION);
+        out.writeByte(type);
+        out.writeByte(0);
+        out.writeBytes(nonce, 0, NONCE_BYTES);
+        out.writeBytes(session, 0, SESSION_BYTES);
+        out.writeIntLE(sender);
+        out.writeIntLE(receiverOrSize);
+        this.wire = out.array();
+    }
+
+    private Preamble(byte[] wire, byte type, byte[] session, int sender, int receiverOrSize) {
+        this.wire = wire;
+        this.type = type;
         this.session = session;
         this.sender = sender;
         this.receiverOrSize = receiverOrSize;
@@ -59,46 +104,52 @@ public final class Preamble {
 
     /** Appends the {@link #BYTES} bytes of this preamble to {@code out}. */
     public void writeTo(ByteBuf out) {
-        out.writeIntLE(MAGIC);
-        out.writeShortLE(VERSION);
-        out.writeByte(type);
-        out.writeByte(0);
-        out.writeBytes(secret, 0, SECRET_BYTES);
-        out.writeBytes(session, 0, SESSION_BYTES);
-        out.writeIntLE(sender);
-        out.writeIntLE(receiverOrSize);
+        out.writeBytes(wire);
+    }
+
+    /** A copy of the bytes of this preamble as they travel. */
+    public byte[] toBytes() {
+        return wire.clone();
     }
 
     /**
      * Reads a preamble from exactly {@link #BYTES} readable bytes and checks magic, version and
-     * secret; returns the reason it is unacceptable, or null when it is acceptable (then {@code out[0]}
-     * holds it).
+     * type; returns the reason it is unacceptable, or null when it is acceptable (then {@code out[0]}
+     * holds it). Whether its sender knows the secret is the proofs' business.
      */
-    static @Nullable String read(ByteBuf in, byte[] expectedSecret, Preamble[] out) {
-        int magic = in.readIntLE();
-        short version = in.readShortLE();
-        byte type = in.readByte();
-        in.skipBytes(1);
-        byte[] secret = new byte[SECRET_BYTES];
-        in.readBytes(secret);
+    static @Nullable String read(ByteBuf in, Preamble[] out) {
+        byte[] wire = new byte[BYTES];
+        in.readBytes(wire);
+        ByteBuf b = io.netty.buffer.Unpooled.wrappedBuffer(wire);
+        int magic = b.readIntLE();
+        short version = b.readShortLE();
+        byte type = b.readByte();
+        b.skipBytes(1 + NONCE_BYTES);
         byte[] session = new byte[SESSION_BYTES];
-        in.readBytes(session);
-        int sender = in.readIntLE();
-        int other = in.readIntLE();
+        b.readBytes(session);
+        int sender = b.readIntLE();
+        int other = b.readIntLE();
         if (magic != MAGIC) {
             return "not a jmscclpp bootstrap connection (bad magic 0x" + Integer.toHexString(magic) + ")";
         }
         if (version != VERSION) {
             return "protocol version " + version + ", this side speaks " + VERSION;
         }
-        if (!MessageDigest.isEqual(secret, expectedSecret)) {
-            return "wrong job secret (a different job, or a stray connection)";
-        }
         if (type != TYPE_ROOT && type != TYPE_PEER) {
             return "unknown socket type " + type;
         }
-        out[0] = new Preamble(type, secret, session, sender, other);
+        out[0] = new Preamble(wire, type, session, sender, other);
         return null;
+    }
+
+    /** The proof the accepting side sends after its preamble {@code acceptor}, answering {@code dialler}. */
+    static byte[] acceptProof(byte[] secret, Preamble dialler, Preamble acceptor) {
+        return Proofs.compute(secret, ACCEPT_LABEL, dialler.wire, acceptor.wire);
+    }
+
+    /** The proof the connecting side sends once it has checked the acceptor's. */
+    static byte[] dialProof(byte[] secret, Preamble dialler, Preamble acceptor) {
+        return Proofs.compute(secret, DIAL_LABEL, dialler.wire, acceptor.wire);
     }
 
     /** Whether this preamble carries the job session {@code expected}; compared in constant time. */

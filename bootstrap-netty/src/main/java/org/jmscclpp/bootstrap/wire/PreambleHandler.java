@@ -6,57 +6,148 @@ import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
- * First handler of every bootstrap connection: waits for the peer's {@link Preamble}, checks it,
- * then removes itself so the bytes that follow reach the frame decoder. A connection that sends a
- * wrong preamble, or nothing within the handshake deadline, is closed with one log line; nothing
- * else in the job notices.
+ * First handler of every bootstrap connection: runs the {@link Preamble} handshake, in which both
+ * sides prove they know the job secret, then removes itself so the bytes that follow reach the
+ * frame decoder. The side that connects is made with {@link #dialling}, the side that accepts with
+ * {@link #accepting}. A connection whose preamble or proof is wrong, or that does not finish the
+ * handshake within its deadline, is closed at once with one log line, and nothing of it is read
+ * any more; nothing else in the job notices.
  */
 public final class PreambleHandler extends ByteToMessageDecoder {
 
     private static final System.Logger LOG = System.getLogger(PreambleHandler.class.getName());
 
-    /** Decides what to do with a well-formed preamble. */
+    /** The accepting side's decision on a dialler's well-formed preamble. */
     public interface Acceptor {
         /**
-         * Completes with why the preamble is refused, or with null after taking the connection (then
-         * the acceptor has added the handlers that read the frames). May complete later, for example
-         * once the job session is known; the connection reads nothing meanwhile.
+         * Completes with the answer to {@code dialler}'s preamble: this side's preamble, or why the
+         * connection is refused. May complete later, for example once the job session is known;
+         * the connection reads nothing meanwhile. Nothing of the connection may be trusted yet: the
+         * dialler has not proven that it knows the secret.
          */
-        CompletableFuture<@Nullable String> accept(ChannelHandlerContext ctx, Preamble preamble);
+        CompletableFuture<Answer> answer(ChannelHandlerContext ctx, Preamble dialler);
     }
+
+    /**
+     * What an {@link Acceptor} decided: either {@code reply} (this side's preamble) and what to do
+     * once the dialler has proven the secret ({@code proven}, which adds the handlers that read the
+     * frames), or {@code refusal}.
+     */
+    public record Answer(@Nullable Preamble reply, @Nullable Proven proven, @Nullable String refusal) {
+        /** Answer with {@code reply}; run {@code proven} once the dialler has proven the secret. */
+        public static Answer accept(Preamble reply, Proven proven) {
+            return new Answer(reply, proven, null);
+        }
+
+        /** Refuse the connection, for {@code why}. */
+        public static Answer refuse(String why) {
+            return new Answer(null, null, why);
+        }
+    }
+
+    /** What to do once the other side has proven the secret. */
+    public interface Proven {
+        /**
+         * Called on the event loop with the other side's preamble, after both proofs; returns why
+         * the connection is refused after all, or null after taking it (then it has added the
+         * handlers that read the frames, and may write frames).
+         */
+        @Nullable String proven(ChannelHandlerContext ctx, Preamble other);
+    }
+
+    private enum State { EXPECT_PREAMBLE, ANSWERING, EXPECT_PROOF, DONE }
 
     private final byte[] secret;
     private final long handshakeTimeoutNanos;
     private final String where;
-    private final Acceptor acceptor;
+    private final @Nullable Acceptor acceptor;
+    /** The dialler's own preamble; null on the accepting side. */
+    private final @Nullable Preamble mine;
+    private final @Nullable Proven dialled;
+    private final CompletableFuture<@Nullable String> outcome = new CompletableFuture<>();
     private @Nullable ScheduledFuture<?> deadline;
-    private boolean decided;
+    private State state = State.EXPECT_PREAMBLE;
+    /** Accepting side: the dialler's preamble, this side's answer. */
+    private @Nullable Preamble theirs;
+    private @Nullable Preamble ours;
+    private @Nullable Proven onProven;
+    /** Dialling side: whether {@link #mine} was sent. */
+    private boolean sent;
 
-    /**
-     * A handler that expects a preamble with {@code secret} within {@code handshakeTimeoutNanos} and
-     * hands acceptable ones to {@code acceptor}; {@code where} names the connection in log lines.
-     */
-    public PreambleHandler(byte[] secret, long handshakeTimeoutNanos, String where, Acceptor acceptor) {
+    private PreambleHandler(byte[] secret, long handshakeTimeoutNanos, String where, @Nullable Acceptor acceptor,
+                            @Nullable Preamble mine, @Nullable Proven dialled) {
         this.secret = secret;
         this.handshakeTimeoutNanos = handshakeTimeoutNanos;
         this.where = where;
         this.acceptor = acceptor;
+        this.mine = mine;
+        this.dialled = dialled;
+    }
+
+    /**
+     * The accepting side's handler: expects a preamble, answers it as {@code acceptor} decides, and
+     * expects the dialler's proof of {@code secret}, all within {@code handshakeTimeoutNanos};
+     * {@code where} names the connection in log lines.
+     */
+    public static PreambleHandler accepting(byte[] secret, long handshakeTimeoutNanos, String where,
+                                            Acceptor acceptor) {
+        return new PreambleHandler(secret, handshakeTimeoutNanos, where, Objects.requireNonNull(acceptor), null, null);
+    }
+
+    /**
+     * The connecting side's handler: sends {@code mine} once connected, expects the acceptor's
+     * preamble with its proof of {@code secret}, sends its own proof and hands the acceptor's
+     * preamble to {@code proven}, all within {@code handshakeTimeoutNanos}.
+     */
+    public static PreambleHandler dialling(byte[] secret, long handshakeTimeoutNanos, String where, Preamble mine,
+                                           Proven proven) {
+        return new PreambleHandler(secret, handshakeTimeoutNanos, where, null, Objects.requireNonNull(mine),
+                Objects.requireNonNull(proven));
+    }
+
+    /**
+     * Completes with null once the handshake succeeded (the handler is gone then), or with why it
+     * failed (the connection is closed then). Completes on the event loop.
+     */
+    public CompletableFuture<@Nullable String> outcome() {
+        return outcome;
     }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         deadline = ctx.executor().schedule(() -> {
-            if (ctx.channel().isActive()) {
-                LOG.log(Level.WARNING, "{0}: dropping {1}: no preamble within {2} ms", where,
-                        ctx.channel().remoteAddress(), TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos));
-                ctx.close();
+            if (state != State.DONE) {
+                refuse(ctx, "no complete handshake within "
+                        + TimeUnit.NANOSECONDS.toMillis(handshakeTimeoutNanos) + " ms", ctx.channel().isActive());
             }
         }, handshakeTimeoutNanos, TimeUnit.NANOSECONDS);
+        if (mine != null && ctx.channel().isActive()) {
+            sendMine(ctx);
+        }
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        if (mine != null) {
+            sendMine(ctx);
+        }
+        super.channelActive(ctx);
+    }
+
+    private void sendMine(ChannelHandlerContext ctx) {
+        if (sent) {
+            return;
+        }
+        sent = true;
+        ByteBuf out = ctx.alloc().buffer(Preamble.BYTES);
+        Objects.requireNonNull(mine).writeTo(out);
+        ctx.writeAndFlush(out);
     }
 
     @Override
@@ -65,52 +156,155 @@ public final class PreambleHandler extends ByteToMessageDecoder {
     }
 
     @Override
-    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
-        if (decided || in.readableBytes() < Preamble.BYTES) {
-            return;
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        if (state != State.DONE) {
+            state = State.DONE;
+            cancelDeadline();
+            LOG.log(Level.DEBUG, "{0}: {1} closed the connection during the handshake", where,
+                    ctx.channel().remoteAddress());
+            outcome.complete("the other side closed the connection during the handshake");
         }
-        decided = true;
-        Preamble[] accepted = new Preamble[1];
-        @Nullable String why = Preamble.read(in, secret, accepted);
-        if (why != null) {
-            refuse(ctx, in, why);
-            return;
-        }
-        CompletableFuture<@Nullable String> verdict = acceptor.accept(ctx, accepted[0]);
-        if (verdict.isDone()) {
-            conclude(ctx, in, verdict.getNow("acceptor failed"));
-            return;
-        }
-        ctx.channel().config().setAutoRead(false);
-        verdict.whenComplete((reason, error) -> ctx.executor().execute(() -> {
-            ctx.channel().config().setAutoRead(true);
-            conclude(ctx, internalBuffer(), error != null ? error.toString() : reason);
-        }));
+        super.channelInactive(ctx);
     }
 
-    private void conclude(ChannelHandlerContext ctx, ByteBuf in, @Nullable String why) {
-        if (why != null) {
-            refuse(ctx, in, why);
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        if (state == State.DONE) {
+            in.skipBytes(in.readableBytes());   // refused: what a read still brought is dropped
             return;
         }
+        step(ctx, in);
+    }
+
+    private void step(ChannelHandlerContext ctx, ByteBuf in) {
+        if (mine != null) {
+            stepDialling(ctx, in);
+        } else {
+            stepAccepting(ctx, in);
+        }
+    }
+
+    private void stepDialling(ChannelHandlerContext ctx, ByteBuf in) {
+        if (state != State.EXPECT_PREAMBLE || in.readableBytes() < Preamble.BYTES + Preamble.PROOF_BYTES) {
+            return;
+        }
+        Preamble[] read = new Preamble[1];
+        @Nullable String why = Preamble.read(in, read);
+        if (why != null) {
+            refuse(ctx, why, true);
+            return;
+        }
+        Preamble acceptorPreamble = read[0];
+        Preamble me = Objects.requireNonNull(mine);
+        byte[] proof = new byte[Preamble.PROOF_BYTES];
+        in.readBytes(proof);
+        if (!Proofs.matches(Preamble.acceptProof(secret, me, acceptorPreamble), proof)) {
+            refuse(ctx, "the accepting side's proof of the job secret is wrong (a different job, or an impostor)",
+                    true);
+            return;
+        }
+        ByteBuf answer = ctx.alloc().buffer(Preamble.PROOF_BYTES);
+        answer.writeBytes(Preamble.dialProof(secret, me, acceptorPreamble));
+        ctx.writeAndFlush(answer);
+        finish(ctx, in, Objects.requireNonNull(dialled).proven(ctx, acceptorPreamble));
+    }
+
+    private void stepAccepting(ChannelHandlerContext ctx, ByteBuf in) {
+        if (state == State.EXPECT_PREAMBLE && in.readableBytes() >= Preamble.BYTES) {
+            Preamble[] read = new Preamble[1];
+            @Nullable String why = Preamble.read(in, read);
+            if (why != null) {
+                refuse(ctx, why, true);
+                return;
+            }
+            theirs = read[0];
+            state = State.ANSWERING;
+            CompletableFuture<Answer> answer;
+            try {
+                answer = Objects.requireNonNull(acceptor).answer(ctx, read[0]);
+            } catch (RuntimeException e) {
+                answer = CompletableFuture.failedFuture(e);
+            }
+            if (answer.isDone()) {
+                answered(ctx, in, answer.getNow(Answer.refuse("acceptor failed")));
+                return;
+            }
+            ctx.channel().config().setAutoRead(false);
+            answer.whenComplete((a, error) -> ctx.executor().execute(() -> {
+                if (state != State.ANSWERING) {
+                    return;   // timed out or closed meanwhile
+                }
+                ctx.channel().config().setAutoRead(true);
+                answered(ctx, internalBuffer(), error != null ? Answer.refuse(error.toString()) : a);
+            }));
+            return;
+        }
+        if (state == State.EXPECT_PROOF && in.readableBytes() >= Preamble.PROOF_BYTES) {
+            byte[] proof = new byte[Preamble.PROOF_BYTES];
+            in.readBytes(proof);
+            Preamble dialler = Objects.requireNonNull(theirs);
+            if (!Proofs.matches(Preamble.dialProof(secret, dialler, Objects.requireNonNull(ours)), proof)) {
+                refuse(ctx, "the connecting side's proof of the job secret is wrong (a different job, a stray "
+                        + "connection, or a replay)", true);
+                return;
+            }
+            finish(ctx, in, Objects.requireNonNull(onProven).proven(ctx, dialler));
+        }
+    }
+
+    private void answered(ChannelHandlerContext ctx, ByteBuf in, @Nullable Answer answer) {
+        if (answer == null || answer.refusal() != null || answer.reply() == null || answer.proven() == null) {
+            refuse(ctx, answer == null || answer.refusal() == null ? "acceptor failed" : answer.refusal(), true);
+            return;
+        }
+        Preamble reply = answer.reply();
+        ours = reply;
+        onProven = answer.proven();
+        state = State.EXPECT_PROOF;
+        ByteBuf out = ctx.alloc().buffer(Preamble.BYTES + Preamble.PROOF_BYTES);
+        reply.writeTo(out);
+        out.writeBytes(Preamble.acceptProof(secret, Objects.requireNonNull(theirs), reply));
+        ctx.writeAndFlush(out);
+        stepAccepting(ctx, in);
+    }
+
+    private void finish(ChannelHandlerContext ctx, ByteBuf in, @Nullable String why) {
+        if (why != null) {
+            refuse(ctx, why, true);
+            return;
+        }
+        state = State.DONE;
         cancelDeadline();
+        outcome.complete(null);
         if (!ctx.isRemoved()) {
             ctx.pipeline().remove(this);
         }
     }
 
-    private void refuse(ChannelHandlerContext ctx, ByteBuf in, String why) {
-        LOG.log(Level.WARNING, "{0}: dropping connection from {1}: {2}", where, ctx.channel().remoteAddress(), why);
-        in.skipBytes(in.readableBytes());
+    private void refuse(ChannelHandlerContext ctx, String why, boolean log) {
+        if (state == State.DONE) {
+            return;
+        }
+        state = State.DONE;
+        if (log) {
+            // the dialling side's caller reports its failure itself, retrying a root maybe
+            LOG.log(mine == null ? Level.WARNING : Level.DEBUG, "{0}: dropping connection {1}: {2}", where, ctx.channel().remoteAddress(), why);
+        }
+        ctx.channel().config().setAutoRead(false);
+        ByteBuf left = internalBuffer();
+        left.skipBytes(left.readableBytes());
         cancelDeadline();
+        outcome.complete(why);
         ctx.close();
     }
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        LOG.log(Level.WARNING, "{0}: closing {1} during handshake: {2}", where, ctx.channel().remoteAddress(),
-                cause.toString());
-        ctx.close();
+        if (state == State.DONE) {
+            ctx.fireExceptionCaught(cause);
+            return;
+        }
+        refuse(ctx, "socket error during the handshake: " + cause, true);
     }
 
     private void cancelDeadline() {

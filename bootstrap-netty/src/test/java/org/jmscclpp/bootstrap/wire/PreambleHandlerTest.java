@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -25,12 +26,14 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * {@link PreambleHandler} on an {@link EmbeddedChannel}: what passes, what is dropped, what is
- * forwarded, and that every buffer handed in is released.
+ * {@link PreambleHandler} on an {@link EmbeddedChannel}, both sides of the handshake: what passes
+ * (a dialler that proves the secret), what is dropped (bad preambles, wrong or replayed proofs,
+ * silence), what is forwarded, and that every buffer handed in is released.
  */
 class PreambleHandlerTest {
 
     private static final byte[] SECRET = filled(Preamble.SECRET_BYTES, 0x5A);
+    private static final byte[] OTHER_SECRET = filled(Preamble.SECRET_BYTES, 0x5B);
     private static final byte[] SESSION = filled(Preamble.SESSION_BYTES, 0x11);
     private static final byte[] AFTER = "frames follow".getBytes(StandardCharsets.US_ASCII);
     private static final long TIMEOUT_MS = 1_000;
@@ -38,25 +41,36 @@ class PreambleHandlerTest {
     /** Acceptor that records what it saw and answers with a settable future. */
     private static final class RecordingAcceptor implements PreambleHandler.Acceptor {
         final List<Preamble> seen = new ArrayList<>();
-        CompletableFuture<@Nullable String> verdict = CompletableFuture.completedFuture(null);
+        final List<Preamble> proven = new ArrayList<>();
+        @Nullable CompletableFuture<PreambleHandler.Answer> answer;
 
         @Override
-        public CompletableFuture<@Nullable String> accept(ChannelHandlerContext ctx, Preamble preamble) {
-            seen.add(preamble);
-            return verdict;
+        public CompletableFuture<PreambleHandler.Answer> answer(ChannelHandlerContext ctx, Preamble dialler) {
+            seen.add(dialler);
+            return answer != null ? answer : CompletableFuture.completedFuture(accept(dialler));
+        }
+
+        PreambleHandler.Answer accept(Preamble dialler) {
+            return PreambleHandler.Answer.accept(new Preamble(Preamble.TYPE_PEER, SESSION, dialler.receiverOrSize,
+                    dialler.sender), (ctx, p) -> {
+                        proven.add(p);
+                        return null;
+                    });
         }
     }
 
     private final RecordingAcceptor acceptor = new RecordingAcceptor();
     private final List<ByteBuf> handedIn = new ArrayList<>();
     private final EmbeddedChannel channel = new EmbeddedChannel();
-
-    private PreambleHandler handler() {
-        return new PreambleHandler(SECRET, TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "test", acceptor);
-    }
+    private @Nullable PreambleHandler handler;
 
     private void start() {
-        channel.pipeline().addLast(handler());
+        handler = PreambleHandler.accepting(SECRET, TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "test", acceptor);
+        channel.pipeline().addLast(handler);
+    }
+
+    private PreambleHandler handler() {
+        return Objects.requireNonNull(handler, "start() first");
     }
 
     private void write(byte[] bytes) {
@@ -67,15 +81,25 @@ class PreambleHandlerTest {
 
     /** Everything forwarded to the next handler, concatenated; the forwarded buffers are released. */
     private byte[] drainForwarded() {
+        return drain(true);
+    }
+
+    /** Everything the handler wrote back, concatenated. */
+    private byte[] drainWritten() {
+        return drain(false);
+    }
+
+    private byte[] drain(boolean inbound) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (Object m = channel.readInbound(); m != null; m = channel.readInbound()) {
+        for (Object m = inbound ? channel.readInbound() : channel.readOutbound(); m != null;
+             m = inbound ? channel.readInbound() : channel.readOutbound()) {
             ByteBuf b = (ByteBuf) m;
             try {
                 out.writeBytes(WireBytes.bytes(b));
             } finally {
                 b.release();
             }
-            assertEquals(0, b.refCnt(), "forwarded buffer still referenced");
+            assertEquals(0, b.refCnt(), "buffer still referenced");
         }
         return out.toByteArray();
     }
@@ -89,20 +113,35 @@ class PreambleHandlerTest {
     }
 
     private static byte[] good(int sender, int other) {
-        return WireBytes.preamble(Preamble.TYPE_PEER, SECRET, SESSION, sender, other);
+        return WireBytes.preamble(Preamble.TYPE_PEER, SESSION, sender, other);
+    }
+
+    /** Reads the handler's answer to {@code dialler}, checks its proof of {@link #SECRET}; returns its preamble. */
+    private byte[] answerTo(byte[] dialler) {
+        byte[] answer = drainWritten();
+        assertEquals(WireBytes.ANSWER_BYTES, answer.length, "the answer is a preamble and a proof");
+        byte[] theirs = Arrays.copyOf(answer, Preamble.BYTES);
+        assertArrayEquals(WireBytes.acceptProof(SECRET, dialler, theirs),
+                Arrays.copyOfRange(answer, Preamble.BYTES, answer.length), "the acceptor proves the secret");
+        return theirs;
     }
 
     private void assertDroppedWithNothingForwarded() {
         assertFalse(channel.isOpen(), "the connection should be closed");
         assertNull(channel.readInbound(), "nothing may reach the next handler");
-        assertNull(channel.readOutbound(), "nothing may be written back");
+        assertTrue(acceptor.proven.isEmpty(), "nothing may be taken as proven");
+    }
+
+    private void assertDroppedUnanswered() {
+        assertDroppedWithNothingForwarded();
+        assertArrayEquals(new byte[0], drainWritten(), "nothing may be written back");
     }
 
     @Test
-    void goodPreamblePassesAndFollowingBytesReachTheNextHandler() {
+    void provenDiallerPassesAndFollowingBytesReachTheNextHandler() {
         start();
-        write(WireBytes.concat(good(3, 7), AFTER));
-
+        byte[] mine = good(3, 7);
+        write(mine);
         assertTrue(channel.isOpen());
         assertEquals(1, acceptor.seen.size());
         Preamble p = acceptor.seen.getFirst();
@@ -110,38 +149,98 @@ class PreambleHandlerTest {
         assertEquals(3, p.sender);
         assertEquals(7, p.receiverOrSize);
         assertTrue(p.sessionEquals(SESSION));
-        assertArrayEquals(SECRET, p.secret);
-        assertNull(channel.pipeline().get(PreambleHandler.class), "the handler removes itself once accepted");
+        byte[] theirs = answerTo(mine);
+        assertEquals(7, WireBytes.readPreamble(theirs).sender);
+        assertTrue(acceptor.proven.isEmpty(), "nothing is taken before the dialler's proof");
+
+        write(WireBytes.concat(WireBytes.dialProof(SECRET, mine, theirs), AFTER));
+        assertTrue(channel.isOpen());
+        assertEquals(1, acceptor.proven.size());
+        assertNull(channel.pipeline().get(PreambleHandler.class), "the handler removes itself once proven");
         assertArrayEquals(AFTER, drainForwarded());
+        assertNull(handler().outcome().getNow("pending"));
 
         write(AFTER);
         assertArrayEquals(AFTER, drainForwarded(), "later bytes bypass the removed handler");
     }
 
     @Test
-    void goodPreambleAloneForwardsNothing() {
-        start();
-        write(good(0, 1));
-        assertTrue(channel.isOpen());
-        assertEquals(1, acceptor.seen.size());
-        assertArrayEquals(new byte[0], drainForwarded());
+    void preambleNeverCarriesTheSecret() {
+        byte[] pre = good(1, 2);
+        for (int i = 0; i + SECRET.length <= pre.length; i++) {
+            assertFalse(Arrays.equals(SECRET, Arrays.copyOfRange(pre, i, i + SECRET.length)), "secret at offset " + i);
+        }
+        assertFalse(Arrays.equals(Arrays.copyOfRange(pre, WireBytes.PREAMBLE_NONCE_OFFSET, 40),
+                        Arrays.copyOfRange(good(1, 2), WireBytes.PREAMBLE_NONCE_OFFSET, 40)),
+                "every preamble carries a fresh nonce");
     }
 
     @ParameterizedTest
     @ValueSource(ints = {1, 7, 63})
-    void preambleSplitAcrossWrites(int chunk) {
+    void handshakeSplitAcrossWrites(int chunk) {
         start();
-        byte[] all = WireBytes.concat(good(1, 2), AFTER);
-        for (int off = 0; off < all.length; off += chunk) {
-            if (off < Preamble.BYTES) {
-                assertTrue(acceptor.seen.isEmpty(), "decided before the whole preamble arrived (offset " + off + ")");
+        byte[] mine = good(1, 2);
+        for (int off = 0; off < mine.length; off += chunk) {
+            assertTrue(acceptor.seen.isEmpty(), "decided before the whole preamble arrived (offset " + off + ")");
+            write(Arrays.copyOfRange(mine, off, Math.min(mine.length, off + chunk)));
+        }
+        byte[] rest = WireBytes.concat(WireBytes.dialProof(SECRET, mine, answerTo(mine)), AFTER);
+        for (int off = 0; off < rest.length; off += chunk) {
+            if (off < Preamble.PROOF_BYTES) {
+                assertTrue(acceptor.proven.isEmpty(), "proven before the whole proof arrived (offset " + off + ")");
             }
-            write(Arrays.copyOfRange(all, off, Math.min(all.length, off + chunk)));
+            write(Arrays.copyOfRange(rest, off, Math.min(rest.length, off + chunk)));
         }
         assertTrue(channel.isOpen());
-        assertEquals(1, acceptor.seen.size());
-        assertEquals(1, acceptor.seen.getFirst().sender);
+        assertEquals(1, acceptor.proven.size());
         assertArrayEquals(AFTER, drainForwarded());
+    }
+
+    @Test
+    void proofOfAnotherSecretIsDropped() {
+        start();
+        byte[] mine = good(1, 2);
+        write(mine);
+        byte[] theirs = answerTo(mine);
+        write(WireBytes.concat(WireBytes.dialProof(OTHER_SECRET, mine, theirs), AFTER));
+        assertDroppedWithNothingForwarded();
+        assertNotNull(handler().outcome().getNow(null));
+    }
+
+    @Test
+    void proofInTheAcceptorsDirectionIsDropped() {
+        start();
+        byte[] mine = good(1, 2);
+        write(mine);
+        byte[] theirs = answerTo(mine);
+        // a reflection: the acceptor's own proof sent back as the dialler's
+        write(WireBytes.acceptProof(SECRET, mine, theirs));
+        assertDroppedWithNothingForwarded();
+    }
+
+    @Test
+    void replayedHandshakeIsDropped() {
+        // an honest handshake, recorded
+        start();
+        byte[] mine = good(1, 2);
+        write(mine);
+        byte[] proof = WireBytes.dialProof(SECRET, mine, answerTo(mine));
+        write(WireBytes.concat(proof, AFTER));
+        assertEquals(1, acceptor.proven.size());
+        drainForwarded();
+
+        // the same bytes on a new connection: the acceptor's nonce differs, so the proof does not fit
+        RecordingAcceptor second = new RecordingAcceptor();
+        EmbeddedChannel replay = new EmbeddedChannel(
+                PreambleHandler.accepting(SECRET, TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "replay", second));
+        try {
+            replay.writeInbound(replay.alloc().buffer().writeBytes(WireBytes.concat(mine, proof, AFTER)));
+            assertFalse(replay.isOpen(), "a replayed handshake must be dropped");
+            assertNull(replay.readInbound());
+            assertTrue(second.proven.isEmpty());
+        } finally {
+            replay.finishAndReleaseAll();
+        }
     }
 
     private void assertRefused(Consumer<byte[]> corrupt) {
@@ -150,7 +249,7 @@ class PreambleHandlerTest {
         corrupt.accept(pre);
         write(WireBytes.concat(pre, AFTER));
         assertTrue(acceptor.seen.isEmpty(), "a bad preamble must not reach the acceptor");
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
@@ -164,17 +263,12 @@ class PreambleHandlerTest {
         write("GET / HTTP/1.1\r\nHost: example\r\nUser-Agent: scanner\r\nAccept: */*\r\n\r\n"
                 .getBytes(StandardCharsets.US_ASCII));
         assertTrue(acceptor.seen.isEmpty());
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
     void wrongVersionIsDropped() {
         assertRefused(p -> p[WireBytes.PREAMBLE_VERSION_OFFSET] = (byte) (Preamble.VERSION + 1));
-    }
-
-    @Test
-    void wrongSecretIsDropped() {
-        assertRefused(p -> p[WireBytes.PREAMBLE_SECRET_OFFSET + Preamble.SECRET_BYTES - 1] ^= 1);
     }
 
     @ParameterizedTest
@@ -184,12 +278,13 @@ class PreambleHandlerTest {
     }
 
     @Test
-    void acceptorRefusalClosesWithNothingForwarded() {
-        acceptor.verdict = CompletableFuture.completedFuture("not for this rank");
+    void acceptorRefusalClosesUnanswered() {
+        acceptor.answer = CompletableFuture.completedFuture(PreambleHandler.Answer.refuse("not for this rank"));
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
         assertEquals(1, acceptor.seen.size());
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
+        assertEquals("not for this rank", handler().outcome().getNow(null));
     }
 
     @Test
@@ -201,7 +296,7 @@ class PreambleHandlerTest {
         assertTrue(channel.isOpen(), "closed before the deadline");
         channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
         channel.runScheduledPendingTasks();
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
@@ -212,85 +307,116 @@ class PreambleHandlerTest {
         channel.advanceTimeBy(TIMEOUT_MS, TimeUnit.MILLISECONDS);
         channel.runScheduledPendingTasks();
         assertTrue(acceptor.seen.isEmpty());
+        assertDroppedUnanswered();
+    }
+
+    @Test
+    void missingProofIsClosedAtTheDeadline() {
+        channel.freezeTime();
+        start();
+        byte[] mine = good(1, 2);
+        write(mine);
+        answerTo(mine);
+        write(new byte[Preamble.PROOF_BYTES - 1]);
+        channel.advanceTimeBy(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        channel.runScheduledPendingTasks();
         assertDroppedWithNothingForwarded();
     }
 
     @Test
-    void acceptedConnectionOutlivesTheDeadline() {
+    void provenConnectionOutlivesTheDeadline() {
         channel.freezeTime();
         start();
-        write(good(1, 2));
+        byte[] mine = good(1, 2);
+        write(mine);
+        write(WireBytes.dialProof(SECRET, mine, answerTo(mine)));
         channel.advanceTimeBy(10 * TIMEOUT_MS, TimeUnit.MILLISECONDS);
         channel.runScheduledPendingTasks();
-        assertTrue(channel.isOpen(), "the deadline must be cancelled once the preamble is accepted");
+        assertTrue(channel.isOpen(), "the deadline must be cancelled once the dialler has proven the secret");
         write(AFTER);
         assertArrayEquals(AFTER, drainForwarded());
     }
 
     @Test
-    void deferredAcceptanceForwardsEverythingBufferedMeanwhile() {
-        CompletableFuture<@Nullable String> verdict = new CompletableFuture<>();
-        acceptor.verdict = verdict;
+    void deferredAnswerKeepsWhatCameMeanwhile() {
+        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
+        acceptor.answer = answer;
         start();
-        write(WireBytes.concat(good(1, 2), Arrays.copyOf(AFTER, 4)));
+        byte[] mine = good(1, 2);
+        write(WireBytes.concat(mine, Arrays.copyOf(AFTER, 4)));
         assertEquals(1, acceptor.seen.size());
-        assertFalse(channel.config().isAutoRead(), "reading pauses while the verdict is pending");
+        assertFalse(channel.config().isAutoRead(), "reading pauses while the answer is pending");
         assertNotNull(channel.pipeline().get(PreambleHandler.class));
-        write(Arrays.copyOfRange(AFTER, 4, AFTER.length));
-        assertNull(channel.readInbound(), "nothing is forwarded before the verdict");
+        assertArrayEquals(new byte[0], drainWritten(), "no answer before the acceptor decided");
 
-        verdict.complete(null);
+        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
         channel.runPendingTasks();
+        assertTrue(channel.config().isAutoRead(), "reading resumes after the answer");
+        answerTo(mine);
+        assertTrue(channel.isOpen(), "4 bytes are not a proof yet");
+        // the bytes that came early are no proof: the dialler could not know the answer yet
+        write(new byte[Preamble.PROOF_BYTES]);
+        assertDroppedWithNothingForwarded();
+    }
 
+    @Test
+    void deferredAnswerThenProofPasses() {
+        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
+        acceptor.answer = answer;
+        start();
+        byte[] mine = good(1, 2);
+        write(mine);
+        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
+        channel.runPendingTasks();
+        write(WireBytes.concat(WireBytes.dialProof(SECRET, mine, answerTo(mine)), AFTER));
         assertTrue(channel.isOpen());
-        assertTrue(channel.config().isAutoRead(), "reading resumes after the verdict");
         assertNull(channel.pipeline().get(PreambleHandler.class));
         assertEquals(1, acceptor.seen.size(), "the acceptor is asked once");
         assertArrayEquals(AFTER, drainForwarded());
     }
 
     @Test
-    void deferredRefusalClosesWithNothingForwarded() {
-        CompletableFuture<@Nullable String> verdict = new CompletableFuture<>();
-        acceptor.verdict = verdict;
+    void deferredRefusalClosesUnanswered() {
+        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
+        acceptor.answer = answer;
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
-        write(AFTER);
         assertTrue(channel.isOpen());
 
-        verdict.complete("session of another job");
+        answer.complete(PreambleHandler.Answer.refuse("session of another job"));
         channel.runPendingTasks();
 
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
-    void deferredVerdictThatFailsCloses() {
-        CompletableFuture<@Nullable String> verdict = new CompletableFuture<>();
-        acceptor.verdict = verdict;
+    void deferredAnswerThatFailsCloses() {
+        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
+        acceptor.answer = answer;
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
 
-        verdict.completeExceptionally(new IllegalStateException("acceptor broke"));
+        answer.completeExceptionally(new IllegalStateException("acceptor broke"));
         channel.runPendingTasks();
 
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
-    void pendingVerdictStillHasTheHandshakeDeadline() {
+    void pendingAnswerStillHasTheHandshakeDeadline() {
         channel.freezeTime();
-        acceptor.verdict = new CompletableFuture<>();
+        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
+        acceptor.answer = answer;
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
         channel.advanceTimeBy(TIMEOUT_MS, TimeUnit.MILLISECONDS);
         channel.runScheduledPendingTasks();
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
 
-        // A verdict arriving after the close must not resurrect or forward anything.
-        acceptor.verdict.complete(null);
+        // An answer arriving after the close must not resurrect, answer or forward anything.
+        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
         channel.runPendingTasks();
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
     }
 
     @Test
@@ -299,7 +425,68 @@ class PreambleHandlerTest {
         write(Arrays.copyOf(good(1, 2), 10));
         channel.pipeline().fireExceptionCaught(new IllegalStateException("boom"));
         assertTrue(acceptor.seen.isEmpty());
-        assertDroppedWithNothingForwarded();
+        assertDroppedUnanswered();
+    }
+
+    // ------------------------------------------------------------------ the dialling side
+
+    /** A dialling handler on {@code ch} (active at once), recording what it took as proven. */
+    private static PreambleHandler dialler(EmbeddedChannel ch, Preamble mine, List<Preamble> proven) {
+        PreambleHandler h = PreambleHandler.dialling(SECRET, TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "dial test",
+                mine, (ctx, p) -> {
+                    proven.add(p);
+                    return null;
+                });
+        ch.pipeline().addLast(h);
+        return h;
+    }
+
+    @Test
+    void diallerSendsItsPreambleThenProvesTheSecretToAProvenAcceptor() {
+        Preamble mine = new Preamble(Preamble.TYPE_PEER, SESSION, 1, 2);
+        List<Preamble> proven = new ArrayList<>();
+        PreambleHandler h = dialler(channel, mine, proven);
+        assertArrayEquals(mine.toBytes(), drainWritten(), "the dialler speaks first");
+
+        byte[] theirs = good(2, 1);
+        write(WireBytes.concat(theirs, WireBytes.acceptProof(SECRET, mine.toBytes(), theirs), AFTER));
+        assertArrayEquals(WireBytes.dialProof(SECRET, mine.toBytes(), theirs), drainWritten());
+        assertEquals(1, proven.size());
+        assertEquals(2, proven.getFirst().sender);
+        assertNull(h.outcome().getNow("pending"));
+        assertNull(channel.pipeline().get(PreambleHandler.class));
+        assertArrayEquals(AFTER, drainForwarded());
+    }
+
+    @Test
+    void diallerDropsAnAcceptorWithoutTheSecret() {
+        Preamble mine = new Preamble(Preamble.TYPE_PEER, SESSION, 1, 2);
+        List<Preamble> proven = new ArrayList<>();
+        PreambleHandler h = dialler(channel, mine, proven);
+        drainWritten();
+
+        byte[] theirs = good(2, 1);
+        write(WireBytes.concat(theirs, WireBytes.acceptProof(OTHER_SECRET, mine.toBytes(), theirs), AFTER));
+        assertFalse(channel.isOpen());
+        assertArrayEquals(new byte[0], drainWritten(), "no proof goes to an acceptor that did not prove the secret");
+        assertTrue(proven.isEmpty());
+        assertNotNull(h.outcome().getNow(null));
+        assertNull(channel.readInbound());
+    }
+
+    @Test
+    void diallerDropsAReplayedAnswer() {
+        // an acceptor's answer to another preamble (another nonce) does not prove anything here
+        byte[] other = good(1, 2);
+        byte[] theirs = good(2, 1);
+        byte[] recorded = WireBytes.concat(theirs, WireBytes.acceptProof(SECRET, other, theirs));
+        List<Preamble> proven = new ArrayList<>();
+        PreambleHandler h = dialler(channel, new Preamble(Preamble.TYPE_PEER, SESSION, 1, 2), proven);
+        drainWritten();
+        write(recorded);
+        assertFalse(channel.isOpen());
+        assertTrue(proven.isEmpty());
+        assertNotNull(h.outcome().getNow(null));
     }
 
     private static byte[] filled(int n, int value) {
