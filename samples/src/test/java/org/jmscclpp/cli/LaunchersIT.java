@@ -47,7 +47,8 @@ class LaunchersIT {
         pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
         // this test's own launcher variables (a CI run inside some launcher) must not reach the ranks
         for (String v : List.of("JMSCCLPP_RANK", "JMSCCLPP_WORLD_SIZE", "MSCCLPP_COMM_ID", "RANK", "WORLD_SIZE",
-                "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID")) {
+                "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
+                "MSCCLPP_BOOTSTRAP_SECRET", "MSCCLPP_BOOTSTRAP_INSECURE")) {
             pb.environment().remove(v);
         }
         pb.environment().putAll(env);
@@ -121,10 +122,18 @@ class LaunchersIT {
         try (var s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        Result r = run(Map.of(), mpirun(2, "-x", "MSCCLPP_COMM_ID=127.0.0.1:" + port, SCRIPT.toString(),
-                "allreduce", "--backend", "host"));
+        // rank 0 hosts the root at an address: every rank needs the job's secret
+        Result r = run(Map.of(), mpirun(2, "-x", "MSCCLPP_COMM_ID=127.0.0.1:" + port, "-x",
+                "MSCCLPP_BOOTSTRAP_SECRET=" + secret(), SCRIPT.toString(), "allreduce", "--backend", "host"));
         assertEquals(0, r.code(), r.out() + r.err());
         assertTrue(r.out().contains(CHECKED), r.out());
+    }
+
+    /** A fresh job secret, as a launcher would make one. */
+    private static String secret() {
+        byte[] b = new byte[32];
+        new java.security.SecureRandom().nextBytes(b);
+        return java.util.HexFormat.of().formatHex(b);
     }
 
     /** Whether a Slurm cluster answers here with a node that can run jobs. */
@@ -152,8 +161,9 @@ class LaunchersIT {
     @Test
     void srunWithoutPmixHostsTheRootOnTheStepsFirstNode() throws Exception {
         Assumptions.assumeTrue(slurmUp(), NO_SLURM);
-        Result r = run(Map.of(), List.of("srun", "--mpi=none", "-n", "2", "--overcommit", SCRIPT.toString(),
-                "allreduce", "--backend", "host"));
+        // rank 0 hosts the root at an address: every rank needs the job's secret (srun exports the environment)
+        Result r = run(Map.of("MSCCLPP_BOOTSTRAP_SECRET", secret()), List.of("srun", "--mpi=none", "-n", "2",
+                "--overcommit", SCRIPT.toString(), "allreduce", "--backend", "host"));
         assertEquals(0, r.code(), r.out() + r.err());
         assertTrue(r.out().contains("allreduce: 2 ranks"), r.out());
         assertTrue(r.out().contains(CHECKED), r.out());
