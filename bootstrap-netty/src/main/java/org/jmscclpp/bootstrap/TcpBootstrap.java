@@ -15,10 +15,16 @@ import java.lang.System.Logger.Level;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
@@ -32,6 +38,7 @@ import org.jmscclpp.bootstrap.wire.FrameDecoder;
 import org.jmscclpp.bootstrap.wire.FrameEncoder;
 import org.jmscclpp.bootstrap.wire.Preamble;
 import org.jmscclpp.bootstrap.wire.PreambleHandler;
+import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -665,9 +672,9 @@ public final class TcpBootstrap implements Bootstrap {
      * and time out in root check-in.
      */
     @Override
-    public Mono<TcpBootstrap> shrink(java.util.Collection<Integer> excludedRanks, Duration timeout) {
+    public Mono<TcpBootstrap> shrink(Collection<Integer> excludedRanks, Duration timeout) {
         return Mono.defer(() -> {
-            java.util.TreeSet<Integer> excluded = new java.util.TreeSet<>(excludedRanks);
+            TreeSet<Integer> excluded = new TreeSet<>(excludedRanks);
             for (int r : excluded) {
                 checkPeer(r, "shrink", "excluded rank");
             }
@@ -708,21 +715,11 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     /** The secret of the job shrunk from one of {@code size} ranks with {@code secret} by leaving out {@code excluded}. */
-    static byte[] shrunkSecret(byte[] secret, int size, java.util.SortedSet<Integer> excluded) {
-        try {
-            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
-            mac.init(new javax.crypto.spec.SecretKeySpec(secret, "HmacSHA256"));
-            ByteBuf in = Unpooled.buffer(32 + 4 * excluded.size());
-            in.writeBytes("jmscclpp shrink 1".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            in.writeIntLE(size);
-            excluded.forEach(in::writeIntLE);
-            mac.update(in.nioBuffer());
-            byte[] out = mac.doFinal();
-            return java.util.Arrays.copyOf(out, secret.length);
-        } catch (java.security.GeneralSecurityException e) {
-            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "HmacSHA256 is not available: " + e)
-                    .phase("shrink").cause(e).build();
-        }
+    static byte[] shrunkSecret(byte[] secret, int size, SortedSet<Integer> excluded) {
+        ByteBuffer in = ByteBuffer.allocate(4 + 4 * excluded.size()).order(ByteOrder.LITTLE_ENDIAN);
+        in.putInt(size);
+        excluded.forEach(in::putInt);
+        return Arrays.copyOf(Proofs.compute(secret, "jmscclpp shrink 1", in.array()), secret.length);
     }
 
     @Override

@@ -46,7 +46,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** Allocation, files, copies, endpoints and discovery of the host backend, in one process. */
 class HostBackendTest {
 
-    private static final Pattern NAME = Pattern.compile("jmscclpp-(\\d+)-(\\d+)-([0-9a-f]{16})-(\\d+)");
+    private static final Pattern NAME = Pattern.compile("jmscclpp-(\\d+)-(\\d+)-(\\d+)-([0-9a-f]{16})-(\\d+)");
 
     @TempDir
     Path dir;
@@ -73,6 +73,7 @@ class HostBackendTest {
             assertTrue(m.matches(), file.toString());
             assertEquals(ProcessHandle.current().pid(), Long.parseLong(m.group(1)));
             assertEquals(ProcessStart.current(), Long.parseLong(m.group(2)), "the owner's start time");
+            assertEquals(ProcessStart.pidNamespace(), Long.parseLong(m.group(3)), "the owner's pid namespace");
             assertEquals(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
                     Files.getPosixFilePermissions(file));
             assertEquals(10_000, Files.size(file));
@@ -118,7 +119,7 @@ class HostBackendTest {
                         Matcher m = NAME.matcher(name);
                         assertTrue(m.matches(), name);
                         names.add(name);
-                        nonces.add(m.group(3));
+                        nonces.add(m.group(4));
                     }
                 }
                 assertEquals(6, names.size());
