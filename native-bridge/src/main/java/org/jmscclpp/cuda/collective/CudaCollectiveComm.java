@@ -82,7 +82,7 @@ import reactor.core.publisher.MonoSink;
  * <h2>Abort</h2>
  * The kernels' waits are given a {@link DeviceAbortFlag} of the communicator's
  * {@link org.jmscclpp.core.AbortSignal}: when the job fails (a dead peer: REMOTE_ERROR; an
- * {@link #abort} on any rank: ABORTED) the running kernels return within microseconds instead of
+ * {@link #abort} on any rank: ABORTED) the running kernels return within about a millisecond instead of
  * waiting for their device deadline, the calls that had not completed fail with the signal's
  * cause once the stream got past them, and the CUDA context stays usable: close this
  * communicator and its {@code Communicator} and build a new job on the same GPU. A kernel wait that
