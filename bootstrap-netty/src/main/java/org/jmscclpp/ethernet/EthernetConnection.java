@@ -444,7 +444,11 @@ final class EthernetConnection implements Connection {
                 acks.awaitReadable((deadline - blockEnd < 0 ? deadline : blockEnd) - now);
             }
         } catch (IOException e) {
-            throw error(ErrorCode.SYSTEM_ERROR, "flush", "cannot wait for the socket: " + e);
+            // the ack reader closes the socket when the peer closes or dies: its recorded failure
+            // (REMOTE_ERROR naming the peer) says what happened; a socket closed under us is the same news
+            checkUsable("flush");
+            throw error(e instanceof java.nio.channels.ClosedChannelException ? ErrorCode.REMOTE_ERROR
+                    : ErrorCode.SYSTEM_ERROR, "flush", "cannot wait for the socket: " + e);
         } finally {
             blockingTarget = 0;
             acks.leaveFlusher();

@@ -352,10 +352,16 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Applies a frame on this connection's virtual thread, after the frames submitted before it. */
+    /**
+     * Applies a frame on this connection's apply thread, after the frames submitted before it. A
+     * platform thread: the peer's flush waits for what it applies, and a virtual thread can wait
+     * behind whatever holds the few carrier threads of a small host (an ETHERNET test saw applies
+     * delayed past a 30 s flush deadline on two loaded cores).
+     */
     private void submit(ChannelHandlerContext ctx, long seq, int bytes, Runnable apply) {
         if (offload == null) {
-            offload = Executors.newSingleThreadExecutor(Thread.ofVirtual().name("jmscclpp-ethernet-apply").factory());
+            offload = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon()
+                    .name("jmscclpp-ethernet-apply").factory());
         }
         offloadFrames++;
         offloadBytes += bytes;
