@@ -194,12 +194,26 @@ final class EthernetAckReader implements Runnable {
      * {@link #wakeFlusher}; returns at once when the connection is over.
      */
     void awaitReadable(long nanos) throws IOException {
-        Selector s;
+        Selector s = prepareFlusher();
+        if (s == null) {
+            return;
+        }
+        s.select(selectMillis(nanos));
+        s.selectedKeys().clear();
+    }
+
+    /**
+     * Opens the flusher's selector unless it is open: the flusher calls it before it publishes
+     * what it waits for, so that a {@link #wakeFlusher} from then on always finds the selector
+     * (a wake-up sent before the selector existed was lost, and the flush then waited for its
+     * deadline although its ack had arrived). Returns null once the connection is closing.
+     */
+    @Nullable Selector prepareFlusher() throws IOException {
         synchronized (flusher) {
-            s = flusherSelector;
+            Selector s = flusherSelector;
             if (s == null) {
                 if (flusherClosed) {
-                    return;
+                    return null;
                 }
                 s = Selector.open();
                 try {
@@ -210,9 +224,8 @@ final class EthernetAckReader implements Runnable {
                 }
                 flusherSelector = s;
             }
+            return s;
         }
-        s.select(selectMillis(nanos));
-        s.selectedKeys().clear();
     }
 
     /** Ends the flusher's current or next wait. */

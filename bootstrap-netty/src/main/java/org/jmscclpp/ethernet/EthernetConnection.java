@@ -419,6 +419,8 @@ final class EthernetConnection implements Connection {
             return;
         }
         try {
+            // the selector exists before the ack thread can see the target, so its wake-up is never lost
+            acks.prepareFlusher();
             blockingTarget = target;
             long deadline = start + Waiting.bounded(timeout).toNanos();
             long blockEnd = limit == null ? deadline : start + Waiting.bounded(limit).toNanos();
