@@ -54,7 +54,6 @@ final class BootstrapRoot implements AutoCloseable {
 
     private enum State { COLLECTING, WIRED, FAILED, CLOSED }
 
-    private final byte[] secret;
     private final int expectedSize;
     private final EventLoopGroup group;
     private final Sinks.Many<JmscclppException> problems = Sinks.many().replay().limit(256);
@@ -71,8 +70,7 @@ final class BootstrapRoot implements AutoCloseable {
     private State state = State.COLLECTING;
     private @Nullable JmscclppException failure;
 
-    private BootstrapRoot(byte[] secret, int expectedSize, EventLoopGroup group, Channel listener, Duration timeout) {
-        this.secret = secret;
+    private BootstrapRoot(int expectedSize, EventLoopGroup group, Channel listener, Duration timeout) {
         this.expectedSize = expectedSize;
         this.group = group;
         this.listener = listener;
@@ -111,7 +109,7 @@ final class BootstrapRoot implements AutoCloseable {
                         }
                     });
             Channel bound = bindWithRetry(sb, address, bindDeadlineNanos);
-            BootstrapRoot root = new BootstrapRoot(secret, expectedSize, group, bound, timeout);
+            BootstrapRoot root = new BootstrapRoot(expectedSize, group, bound, timeout);
             self[0] = root;
             LOG.log(Level.DEBUG, "bootstrap root for {0} ranks listening on {1}", expectedSize, bound.localAddress());
             return root;
