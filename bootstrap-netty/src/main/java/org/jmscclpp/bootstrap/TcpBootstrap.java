@@ -561,6 +561,19 @@ public final class TcpBootstrap implements Bootstrap {
         return b.ranksOnHostOf(rank);
     }
 
+    /**
+     * The address this rank's bootstrap listens on: the interface chosen for the job (by the
+     * root's address, {@code MSCCLPP_SOCKET_IFNAME} and {@code MSCCLPP_SOCKET_FAMILY}). Transports
+     * of this module listen on the same interface, so a job over IPv6 stays on IPv6.
+     */
+    public InetSocketAddress localAddress() {
+        AddressBook b = book;
+        if (b == null) {
+            throw usage("localAddress", "the bootstrap is not initialized");
+        }
+        return b.address(rank);
+    }
+
     @Override
     public Duration defaultTimeout() {
         return options.operationTimeout();

@@ -8,8 +8,10 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import java.lang.System.Logger.Level;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -232,7 +234,7 @@ final class EthernetSession implements TransportProvider.Session {
         } catch (JmscclppException e) {
             throw error(ErrorCode.INVALID_USAGE, context, e.detail());
         }
-        EthernetConnection connection = EthernetConnection.dial(this, local, context, peer,
+        EthernetConnection connection = EthernetConnection.dial(this, local, context, scoped(peer),
                 System.nanoTime() + CONNECT_TIMEOUT.toNanos());
         outbound.add(connection);
         if (closed.get()) {
@@ -240,6 +242,25 @@ final class EthernetSession implements TransportProvider.Session {
             checkOpen("connect");
         }
         return connection;
+    }
+
+    /**
+     * A link-local IPv6 address is only an address together with the interface that reaches it, and
+     * the peer's interface index means nothing here: dial it through the interface this session
+     * listens on, which is on the same link when the job runs over link-local addresses.
+     */
+    private EthernetWire.Listener scoped(EthernetWire.Listener peer) {
+        InetAddress ip = peer.address().getAddress();
+        if (ip instanceof Inet6Address && ip.isLinkLocalAddress()
+                && listening.getAddress() instanceof Inet6Address own && own.isLinkLocalAddress()) {
+            try {
+                Inet6Address withScope = Inet6Address.getByAddress(null, ip.getAddress(), own.getScopeId());
+                return new EthernetWire.Listener(peer.secret(), new InetSocketAddress(withScope, peer.address().getPort()));
+            } catch (UnknownHostException e) {
+                throw new IllegalStateException("a 16-byte address was refused", e);
+            }
+        }
+        return peer;
     }
 
     private void checkTransport(Transport transport, String phase) {

@@ -1,7 +1,9 @@
 package org.jmscclpp.ethernet;
 
 import java.util.Optional;
+import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.spi.TransportProvider;
@@ -42,5 +44,18 @@ public final class EthernetTransportProvider implements TransportProvider {
     @Override
     public Session open(Backend backend) {
         return new EthernetSession(backend);
+    }
+
+    /**
+     * Binds on the address a {@link TcpBootstrap} listens on, so ETHERNET uses the interface, family
+     * and scope the job chose (a job over {@code [::1]} or a link-local address stays there); any
+     * other bootstrap gets {@link #open(Backend)}'s choice.
+     */
+    @Override
+    public Session open(Backend backend, Bootstrap bootstrap) {
+        if (bootstrap instanceof TcpBootstrap tcp) {
+            return new EthernetSession(backend, tcp.localAddress().getAddress());
+        }
+        return open(backend);
     }
 }

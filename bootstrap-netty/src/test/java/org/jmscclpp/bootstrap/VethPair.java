@@ -27,6 +27,7 @@ public final class VethPair implements AutoCloseable {
     private static final Duration COMMAND_DEADLINE = Duration.ofSeconds(10);
     private static final Duration LINK_UP_DEADLINE = Duration.ofSeconds(10);
     private static final int PREFIX = 30;
+    private static final int PREFIX6 = 64;
 
     record Result(int exitCode, String output) {
     }
@@ -72,8 +73,8 @@ public final class VethPair implements AutoCloseable {
             p.created.add(p.nsB);
             mustRun("ip", "link", "add", p.vethA, "netns", p.nsA, "type", "veth", "peer", "name", p.vethB,
                     "netns", p.nsB);
-            mustRun("ip", "-n", p.nsA, "addr", "add", ipA + "/" + PREFIX, "dev", p.vethA);
-            mustRun("ip", "-n", p.nsB, "addr", "add", ipB + "/" + PREFIX, "dev", p.vethB);
+            p.addAddress(p.nsA, p.vethA, ipA);
+            p.addAddress(p.nsB, p.vethB, ipB);
             for (String[] nsAndDev : new String[][] {{p.nsA, p.vethA}, {p.nsB, p.vethB}}) {
                 mustRun("ip", "-n", nsAndDev[0], "link", "set", "lo", "up");
                 mustRun("ip", "-n", nsAndDev[0], "link", "set", nsAndDev[1], "up");
@@ -85,6 +86,20 @@ public final class VethPair implements AutoCloseable {
             throw e;
         }
         return p;
+    }
+
+    /**
+     * Gives {@code dev} the address {@code ip}: IPv4 in a /{@value #PREFIX}; IPv6 in a /{@value #PREFIX6}
+     * without duplicate address detection (usable at once), and then as the interface's only IPv6
+     * address (no address generated from the MAC), so a link-local {@code ip} is the one the job sees.
+     */
+    private void addAddress(String ns, String dev, String ip) throws IOException, InterruptedException {
+        if (ip.contains(":")) {
+            mustRun("ip", "-n", ns, "link", "set", "dev", dev, "addrgenmode", "none");
+            mustRun("ip", "-n", ns, "addr", "add", ip + "/" + PREFIX6, "dev", dev, "nodad");
+        } else {
+            mustRun("ip", "-n", ns, "addr", "add", ip + "/" + PREFIX, "dev", dev);
+        }
     }
 
     /** {@code ip netns exec} into the first or second namespace, as a command prefix. */

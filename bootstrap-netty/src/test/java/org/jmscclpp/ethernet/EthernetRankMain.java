@@ -33,6 +33,7 @@ final class EthernetRankMain {
             boolean mapped;
             try (EthernetScenario s = EthernetScenario.open(bs, backend)) {
                 mapped = s.remote.isMapped();
+                System.out.println("ETHERNET-CONNECTION " + s.connection);
                 s.basicWrite();
                 for (int ints : new int[] {1, 1 << 10, 1 << 20}) {
                     long t0 = System.nanoTime();

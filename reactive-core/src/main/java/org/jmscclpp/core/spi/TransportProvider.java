@@ -2,6 +2,7 @@ package org.jmscclpp.core.spi;
 
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -34,6 +35,14 @@ public interface TransportProvider {
 
     /** Opens this provider's state for one communicator over {@code backend}: only called when available. */
     Session open(Backend backend);
+
+    /**
+     * {@link #open(Backend)} for a communicator over {@code bootstrap}, which a provider may consult
+     * (a network transport listens where the bootstrap does). The communicator calls this one.
+     */
+    default Session open(Backend backend, Bootstrap bootstrap) {
+        return open(backend);
+    }
 
     /**
      * One communicator's use of a provider: what its connections share (listening sockets,
