@@ -3,6 +3,7 @@ package org.jmscclpp.bootstrap;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.InterfaceAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
@@ -168,6 +169,28 @@ public final class InterfaceSelector {
      */
     public static InetAddress listenAddress(BootstrapOptions options) {
         return of(options).select(null).address();
+    }
+
+    /**
+     * A peer's published {@code address} as this rank must dial it. A link-local IPv6 address is an
+     * address only together with the interface that reaches it, and the scope the peer published is
+     * an interface index of its own host: when this rank itself listens on a link-local address
+     * ({@code own}), the job runs on that link, so the peer is dialled through {@code own}'s
+     * interface. Any other address is returned as it is.
+     */
+    public static InetSocketAddress reachableFrom(InetSocketAddress address, InetAddress own) {
+        InetAddress ip = address.getAddress();
+        if (ip instanceof Inet6Address && ip.isLinkLocalAddress()
+                && own instanceof Inet6Address o && o.isLinkLocalAddress()
+                && ((Inet6Address) ip).getScopeId() != o.getScopeId()) {
+            try {
+                return new InetSocketAddress(Inet6Address.getByAddress(null, ip.getAddress(), o.getScopeId()),
+                        address.getPort());
+            } catch (UnknownHostException e) {
+                throw new IllegalStateException("a 16-byte address was refused", e);
+            }
+        }
+        return address;
     }
 
     /**

@@ -325,7 +325,7 @@ final class PeerLinks {
                     .rank(rank).peer(peer).phase("connect").build());
             return result;
         }
-        InetSocketAddress address = b.address(peer);
+        InetSocketAddress address = InterfaceSelector.reachableFrom(b.address(peer), b.address(rank).getAddress());
         session.thenAccept(sessionId -> new io.netty.bootstrap.Bootstrap()
                 .group(group)
                 .channel(EventLoops.socketChannel())

@@ -714,7 +714,8 @@ public final class TcpBootstrap implements Bootstrap {
                 }
             }
             int leader = survivors.getFirst();
-            InetSocketAddress rootAt = Objects.requireNonNull(b.address(leader), "leader address");
+            InetSocketAddress rootAt = InterfaceSelector.reachableFrom(
+                    Objects.requireNonNull(b.address(leader), "leader address"), b.address(rank).getAddress());
             TcpUniqueId next = new TcpUniqueId(rootAt, shrunkSecret(id.secret(), size, excluded));
             TcpBootstrap nb = create(survivors.indexOf(rank), survivors.size(),
                     options.toBuilder().initTimeout(timeout).build());

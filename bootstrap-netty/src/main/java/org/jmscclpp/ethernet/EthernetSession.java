@@ -8,10 +8,8 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import java.lang.System.Logger.Level;
-import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -234,7 +232,10 @@ final class EthernetSession implements TransportProvider.Session {
         } catch (JmscclppException e) {
             throw error(ErrorCode.INVALID_USAGE, context, e.detail());
         }
-        EthernetConnection connection = EthernetConnection.dial(this, local, context, scoped(peer),
+        // a link-local listener is dialled through this session's own interface (see reachableFrom)
+        peer = new EthernetWire.Listener(peer.secret(),
+                InterfaceSelector.reachableFrom(peer.address(), listening.getAddress()));
+        EthernetConnection connection = EthernetConnection.dial(this, local, context, peer,
                 System.nanoTime() + CONNECT_TIMEOUT.toNanos());
         outbound.add(connection);
         if (closed.get()) {
@@ -242,25 +243,6 @@ final class EthernetSession implements TransportProvider.Session {
             checkOpen("connect");
         }
         return connection;
-    }
-
-    /**
-     * A link-local IPv6 address is only an address together with the interface that reaches it, and
-     * the peer's interface index means nothing here: dial it through the interface this session
-     * listens on, which is on the same link when the job runs over link-local addresses.
-     */
-    private EthernetWire.Listener scoped(EthernetWire.Listener peer) {
-        InetAddress ip = peer.address().getAddress();
-        if (ip instanceof Inet6Address && ip.isLinkLocalAddress()
-                && listening.getAddress() instanceof Inet6Address own && own.isLinkLocalAddress()) {
-            try {
-                Inet6Address withScope = Inet6Address.getByAddress(null, ip.getAddress(), own.getScopeId());
-                return new EthernetWire.Listener(peer.secret(), new InetSocketAddress(withScope, peer.address().getPort()));
-            } catch (UnknownHostException e) {
-                throw new IllegalStateException("a 16-byte address was refused", e);
-            }
-        }
-        return peer;
     }
 
     private void checkTransport(Transport transport, String phase) {

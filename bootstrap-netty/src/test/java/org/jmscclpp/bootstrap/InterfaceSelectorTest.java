@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -440,6 +441,18 @@ class InterfaceSelectorTest {
                 }
             }
         }
+    }
+
+    @Test
+    void aPeersLinkLocalAddressIsDialledThroughTheInterfaceThisRankListensOn() {
+        InetSocketAddress peer = new InetSocketAddress(ip("fe80::b%7"), 4000);
+        assertEquals(new InetSocketAddress(ip("fe80::b%3"), 4000), InterfaceSelector.reachableFrom(peer, ip("fe80::a%3")));
+        // not on a link-local job, or not a link-local peer: as published
+        assertEquals(peer, InterfaceSelector.reachableFrom(peer, ip("fd00::2")));
+        InetSocketAddress global = new InetSocketAddress(ip("fd00::3"), 4000);
+        assertEquals(global, InterfaceSelector.reachableFrom(global, ip("fe80::a%3")));
+        InetSocketAddress v4 = new InetSocketAddress(ip("10.0.0.2"), 4000);
+        assertEquals(v4, InterfaceSelector.reachableFrom(v4, ip("fe80::a%3")));
     }
 
     private static List<String> names(List<Selected> list) {

@@ -71,6 +71,11 @@ public final class VethPair implements AutoCloseable {
         try {
             mustRun("ip", "netns", "add", p.nsB);
             p.created.add(p.nsB);
+            if (ipA.contains(":")) {
+                // interfaces before the veth in the first namespace only: the two ends get different
+                // interface indexes, so link-local scopes differ between the "hosts" as between real ones
+                mustRun("ip", "-n", p.nsA, "link", "add", "jmpad0", "type", "veth", "peer", "name", "jmpad1");
+            }
             mustRun("ip", "link", "add", p.vethA, "netns", p.nsA, "type", "veth", "peer", "name", p.vethB,
                     "netns", p.nsB);
             p.addAddress(p.nsA, p.vethA, ipA);
