@@ -254,7 +254,14 @@ final class DescriptorServer implements AutoCloseable {
                 }
                 int client = LibC.INSTANCE.accept4(listenFd, null, null, LibC.SOCK_CLOEXEC);
                 if (client < 0) {
-                    continue;   // the client gave up in between (ECONNABORTED), or EINTR: wait again
+                    int errno = Native.getLastError();
+                    if (errno == LibC.EINTR || errno == LibC.EAGAIN || errno == LibC.ECONNABORTED) {
+                        continue;   // the client gave up in between: wait again
+                    }
+                    // out of descriptors, say: the connection stays queued and poll would spin
+                    LOG.severe("the descriptor server @" + name + " of " + owner + " stops: accept failed with "
+                            + LibC.describe(errno) + "; peers' imports from it will time out");
+                    return;
                 }
                 try {
                     answer(client);

@@ -45,6 +45,7 @@ public interface LibC extends Library {
     int EINTR = 4;
     int EAGAIN = 11;
     int EPERM = 1;
+    int ECONNABORTED = 103;
 
     /** {@code sizeof(struct sockaddr_un)}: a 2-byte family, then 108 bytes of path. */
     int SOCKADDR_UN_BYTES = 110;

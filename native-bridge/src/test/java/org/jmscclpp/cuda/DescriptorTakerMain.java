@@ -38,6 +38,8 @@ public final class DescriptorTakerMain {
     }
 
     static final String REPLY = "written by the taker";
+    /** An index of the token past the grant's id (its first 8 bytes). */
+    static final int TOKEN_SECRET_AT = 20;
 
     private DescriptorTakerMain() {
     }
@@ -109,9 +111,6 @@ public final class DescriptorTakerMain {
             return e;
         }
     }
-
-    /** An index of the token past the grant's id. */
-    static final int TOKEN_SECRET_AT = 20;
 
     static byte[] pattern(int bytes, int seed) {
         byte[] out = new byte[bytes];
