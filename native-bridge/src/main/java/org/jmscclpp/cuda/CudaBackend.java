@@ -36,6 +36,7 @@ import org.jmscclpp.cuda.kernel.KernelCompiler;
 import org.jmscclpp.nativebridge.CudaDriver;
 import org.jmscclpp.nativebridge.LibC;
 import org.jmscclpp.nativebridge.Nvrtc;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@link Backend} of GPU ranks: one GPU's memory through the CUDA driver, reached by JNA.
@@ -53,9 +54,14 @@ import org.jmscclpp.nativebridge.Nvrtc;
  *       live there and Java reads them with {@code VarHandle}s, never through JNA.</li>
  *   <li>{@code CUDA_IPC} export and import ({@link CudaIpcHandle}): {@code cuIpcGetMemHandle} /
  *       {@code cuIpcOpenMemHandle} for {@code cuMemAlloc} buffers; for VMM buffers
- *       {@code cuMemExportToShareableHandle} to a file descriptor that the peer takes with
- *       {@code pidfd_getfd} (Linux 5.6+, and the importer may trace the exporter: same user, or
- *       root), then import, reserve, map and set access. Closing the imported buffer undoes it.</li>
+ *       {@code cuMemExportToShareableHandle} to a file descriptor that the peer takes from this
+ *       backend's {@link DescriptorServer} (an abstract Unix socket, {@code SCM_RIGHTS}, the
+ *       buffer's random token as the access check: no ptrace right needed, so it works between
+ *       sibling processes under {@code ptrace_scope=1}, between different users and in
+ *       containers), falling back to {@code pidfd_getfd} (Linux 5.6+, the importer may trace the
+ *       exporter) only where that server cannot be reached; then import, reserve, map and set
+ *       access. Closing the imported buffer undoes it. The server starts with the first VMM
+ *       export and stops when the backend closes.</li>
  * </ul>
  *
  * <h2>Threads</h2>
@@ -82,6 +88,8 @@ public final class CudaBackend implements Backend {
     private static final Logger LOG = Logger.getLogger(CudaBackend.class.getName());
     private static final TransportFlags IPC = TransportFlags.of(Transport.CUDA_IPC);
     private static final Duration COPY_TIMEOUT = Bootstrap.DEFAULT_TIMEOUT;
+    /** How long an import waits for the exporter's descriptor server. */
+    static final Duration DESCRIPTOR_TIMEOUT = Duration.ofSeconds(10);
 
     private final CudaContext context;
     private final Allocation defaultAllocation;
@@ -89,6 +97,10 @@ public final class CudaBackend implements Backend {
     /** Peers' cuMemAlloc allocations opened here, by handle: a handle may be opened once per context. */
     private final Map<String, IpcOpening> openings = new HashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Guards {@link #descriptors}. */
+    private final Object descriptorLock = new Object();
+    /** Hands this process's VMM buffers' descriptors to peers: started by the first export, stopped by {@link #close()}. */
+    private @Nullable DescriptorServer descriptors;
     /** Buffers and connections alive, plus one for the backend itself while open: the context is released at zero. */
     private final java.util.concurrent.atomic.AtomicInteger users = new java.util.concurrent.atomic.AtomicInteger(1);
 
@@ -491,7 +503,9 @@ public final class CudaBackend implements Backend {
                 return CudaIpcHandle.runtime(b.address() - base[0], span[0], handle).encode();
             }
             case VMM -> {
-                return CudaIpcHandle.posixFd(b.span(), (int) ProcessHandle.current().pid(), b.exportedFd()).encode();
+                DescriptorServer.Grant grant = b.grant();
+                return CudaIpcHandle.posixFd(b.span(), (int) ProcessHandle.current().pid(), b.exportedFd(),
+                        grant.token(), grant.serverName()).encode();
             }
             default -> throw invalid(phase, "only GPU memory this process allocated is exported over CUDA_IPC, not "
                     + b);
@@ -507,14 +521,35 @@ public final class CudaBackend implements Backend {
         return fd[0];
     }
 
+    /** Files {@code fd} at this backend's descriptor server, starting the server on first use. */
+    DescriptorServer.Grant grantDescriptor(int fd) {
+        synchronized (descriptorLock) {
+            checkOpen("exportMemory");
+            if (descriptors == null) {
+                descriptors = DescriptorServer.start("GPU " + context.ordinal() + " of pid " + ProcessHandle.current().pid());
+            }
+            return descriptors.grant(fd);
+        }
+    }
+
+    /** The descriptor server, or null before the first VMM export; for tests. */
+    @Nullable DescriptorServer descriptorServer() {
+        synchronized (descriptorLock) {
+            return descriptors;
+        }
+    }
+
     /**
-     * Maps a peer's GPU buffer: opens a runtime handle, or takes the peer's file descriptor and
-     * maps the allocation it names.
+     * Maps a peer's GPU buffer: opens a runtime handle, or takes the peer's file descriptor (from
+     * its descriptor server, else by {@code pidfd_getfd}) and maps the allocation it names.
      *
      * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} for another transport, a malformed
-     *                           handle or a size beyond the exported allocation;
-     *                           {@link ErrorCode#SYSTEM_ERROR} when the driver or the system refuses
-     *                           (the peer ended, no permission to take its descriptor)
+     *                           handle, a size beyond the exported allocation, or a token the
+     *                           exporter's descriptor server refuses (the buffer was closed);
+     *                           {@link ErrorCode#TIMEOUT} when that server does not answer within
+     *                           {@link #DESCRIPTOR_TIMEOUT}; {@link ErrorCode#SYSTEM_ERROR} when the
+     *                           driver or the system refuses (the server unreachable and
+     *                           {@code pidfd_getfd} refused: the message says what each said)
      */
     @Override
     public DeviceBuffer importMemory(Transport transport, byte[] handle, long size) {
@@ -562,7 +597,7 @@ public final class CudaBackend implements Backend {
     }
 
     private CudaBuffer importVmm(CudaIpcHandle h, long size) {
-        int fd = takeDescriptor(h.pid(), h.fd());
+        int fd = takeDescriptor(h);
         long[] handle = new long[1];
         try {
             context.makeCurrent();
@@ -583,20 +618,43 @@ public final class CudaBackend implements Backend {
         }
     }
 
+    /**
+     * A copy in this process of the exporter's descriptor: from its descriptor server over
+     * {@code SCM_RIGHTS}; where nothing listens there (another network namespace, the exporter's
+     * backend closed), by {@code pidfd_getfd}. A refusal or a timeout of the server is final.
+     */
+    static int takeDescriptor(CudaIpcHandle h) {
+        try {
+            return DescriptorServer.take(h.serverName(), h.token(), DESCRIPTOR_TIMEOUT, "pid " + h.pid());
+        } catch (DescriptorServer.Unreachable unreachable) {
+            try {
+                int fd = takeDescriptorByPidfd(h.pid(), h.fd());
+                LOG.fine("the descriptor server @" + h.serverName() + " of pid " + h.pid() + " is unreachable ("
+                        + unreachable.getMessage() + "); took descriptor " + h.fd() + " by pidfd_getfd");
+                return fd;
+            } catch (JmscclppException pidfd) {
+                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot take the buffer's descriptor from pid "
+                        + h.pid() + " either way: SCM_RIGHTS from its descriptor server @" + h.serverName() + ": "
+                        + unreachable.getMessage() + "; then the fallback " + pidfd.detail()).phase("importMemory")
+                        .cause(pidfd).build();
+            }
+        }
+    }
+
     /** A copy in this process of descriptor {@code fd} of process {@code pid}, by pidfd_open + pidfd_getfd. */
-    private static int takeDescriptor(int pid, int fd) {
+    static int takeDescriptorByPidfd(int pid, int fd) {
         long pidfd = LibC.INSTANCE.syscall(LibC.SYS_PIDFD_OPEN, (long) pid, 0L);
         if (pidfd < 0) {
-            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "pidfd_open(" + pid + ") failed with errno "
-                    + Native.getLastError() + ": the exporting process is gone, or in another pid namespace")
+            throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "pidfd_open(" + pid + ") failed with "
+                    + LibC.describe(Native.getLastError()) + ": the exporting process is gone, or in another pid namespace")
                     .phase("importMemory").build();
         }
         try {
             long copy = LibC.INSTANCE.syscall(LibC.SYS_PIDFD_GETFD, pidfd, (long) fd, 0L);
             if (copy < 0) {
                 throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "pidfd_getfd(pid " + pid + ", descriptor " + fd
-                        + ") failed with errno " + Native.getLastError() + ": taking a peer's descriptor needs the "
-                        + "right to trace it (same user and ptrace scope 0, or CAP_SYS_PTRACE)").phase("importMemory")
+                        + ") failed with " + LibC.describe(Native.getLastError()) + ": taking a peer's descriptor needs"
+                        + " the right to trace it (same user and ptrace scope 0, or CAP_SYS_PTRACE)").phase("importMemory")
                         .build();
             }
             return (int) copy;
@@ -736,6 +794,13 @@ public final class CudaBackend implements Backend {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            DescriptorServer server;
+            synchronized (descriptorLock) {
+                server = descriptors;
+            }
+            if (server != null) {
+                server.close();
+            }
             copies.close();
             unretain();
         }

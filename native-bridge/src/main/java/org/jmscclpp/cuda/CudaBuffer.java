@@ -44,6 +44,8 @@ final class CudaBuffer implements DeviceBuffer {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The exported file descriptor of a VMM buffer, made on first export, closed with the buffer. */
     private int exportedFd = -1;
+    /** The grant of {@link #exportedFd} at the backend's descriptor server, made on first export, withdrawn on close. */
+    private DescriptorServer.@Nullable Grant grant;
 
     CudaBuffer(CudaBackend backend, Kind kind, long address, long size, long base, long span, long vmmHandle) {
         this.backend = backend;
@@ -83,6 +85,18 @@ final class CudaBuffer implements DeviceBuffer {
             exportedFd = backend.exportFd(this);
         }
         return exportedFd;
+    }
+
+    /** The grant under which peers take {@link #exportedFd()} from the backend's descriptor server, made once. */
+    synchronized DescriptorServer.Grant grant() {
+        if (isClosed()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the buffer is closed: " + this)
+                    .phase("exportMemory").build();
+        }
+        if (grant == null) {
+            grant = backend.grantDescriptor(exportedFd());
+        }
+        return grant;
     }
 
     @Override
@@ -128,9 +142,15 @@ final class CudaBuffer implements DeviceBuffer {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             int fd;
+            DescriptorServer.Grant g;
             synchronized (this) {
                 fd = exportedFd;
                 exportedFd = -1;
+                g = grant;
+                grant = null;
+            }
+            if (g != null) {
+                g.close();   // before the descriptor closes: the server never sends a closed (or reused) number
             }
             backend.release(this, fd);
         }

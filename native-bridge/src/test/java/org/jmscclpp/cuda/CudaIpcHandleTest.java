@@ -30,20 +30,50 @@ class CudaIpcHandleTest {
 
     @Test
     void fileDescriptorHandleRoundTrips() {
-        CudaIpcHandle back = CudaIpcHandle.decode(CudaIpcHandle.posixFd(4L << 20, 4242, 17).encode());
+        byte[] wire = fd(4L << 20, 4242, 17).encode();
+        assertEquals(CudaIpcHandle.POSIX_FD_FIXED + SERVER.length(), wire.length);
+        CudaIpcHandle back = CudaIpcHandle.decode(wire);
         assertEquals(CudaIpcHandle.Kind.POSIX_FD, back.kind());
         assertEquals(4L << 20, back.allocationSize());
         assertEquals(4242, back.pid());
         assertEquals(17, back.fd());
+        assertArrayEquals(token(), back.token());
+        assertEquals(SERVER, back.serverName());
+    }
+
+    @Test
+    void aFileDescriptorHandleWithABadServerNameIsInvalidUsage() {
+        byte[] good = fd(2 << 20, 10, 3).encode();
+        int lengthAt = CudaIpcHandle.POSIX_FD_FIXED - 1;
+        byte[] empty = java.util.Arrays.copyOf(good, CudaIpcHandle.POSIX_FD_FIXED);
+        empty[lengthAt] = 0;
+        invalid(empty);
+        byte[] shorter = good.clone();
+        shorter[lengthAt]--;   // one byte left over
+        invalid(shorter);
+        byte[] nul = good.clone();
+        nul[lengthAt + 1] = 0;   // a NUL inside the name
+        invalid(nul);
+        byte[] space = good.clone();
+        space[good.length - 1] = ' ';
+        invalid(space);
+        byte[] high = good.clone();
+        high[good.length - 1] = (byte) 0xE9;
+        invalid(high);
+        byte[] tooLong = new byte[CudaIpcHandle.POSIX_FD_FIXED + DescriptorServer.MAX_NAME_BYTES + 1];
+        System.arraycopy(good, 0, tooLong, 0, CudaIpcHandle.POSIX_FD_FIXED);
+        tooLong[lengthAt] = (byte) (DescriptorServer.MAX_NAME_BYTES + 1);
+        java.util.Arrays.fill(tooLong, CudaIpcHandle.POSIX_FD_FIXED, tooLong.length, (byte) 'a');
+        invalid(tooLong);
     }
 
     @Test
     void malformedHandlesAreInvalidUsage() {
-        byte[] good = CudaIpcHandle.posixFd(2 << 20, 10, 3).encode();
+        byte[] good = fd(2 << 20, 10, 3).encode();
         invalid(new byte[3]);
         invalid(new byte[CudaIpcHandle.HEADER]);
         byte[] version = good.clone();
-        version[4] = 2;
+        version[4] = 1;   // the handle of pid and descriptor only, which needed pidfd_getfd
         invalid(version);
         byte[] kind = good.clone();
         kind[5] = 9;
@@ -67,7 +97,7 @@ class CudaIpcHandleTest {
     @Test
     void randomBytesAndMutationsOnlyEverGiveInvalidUsage() {
         Random random = new Random(20261121);
-        byte[][] seeds = {CudaIpcHandle.posixFd(2 << 20, 99, 5).encode(),
+        byte[][] seeds = {fd(2 << 20, 99, 5).encode(),
                 CudaIpcHandle.runtime(64, 2 << 20, new byte[64]).encode()};
         for (int i = 0; i < 50_000; i++) {
             byte[] input;
@@ -89,6 +119,20 @@ class CudaIpcHandleTest {
                 assertEquals(ErrorCode.INVALID_USAGE, e.code(), e::getMessage);
             }
         }
+    }
+
+    private static final String SERVER = "jmscclpp-fd-4242-0123456789abcdef";
+
+    private static byte[] token() {
+        byte[] token = new byte[DescriptorServer.TOKEN_BYTES];
+        for (int i = 0; i < token.length; i++) {
+            token[i] = (byte) (i * 11 + 3);
+        }
+        return token;
+    }
+
+    private static CudaIpcHandle fd(long allocationSize, int pid, int fd) {
+        return CudaIpcHandle.posixFd(allocationSize, pid, fd, token(), SERVER);
     }
 
     private static void invalid(byte[] bytes) {

@@ -31,6 +31,16 @@ public final class GpuJob {
     private GpuJob() {
     }
 
+    /** How a rank's JVM is started: a process builder running {@code rankMain} with {@code flags} and {@code args}. */
+    @FunctionalInterface
+    interface RankProcess {
+        ProcessBuilder builder(int rank, List<String> flags, Class<?> rankMain, List<String> args);
+    }
+
+    /** Every rank a JVM like this one, of this user. */
+    static final RankProcess SAME_USER = (rank, flags, rankMain, args) ->
+            new ProcessBuilder(ChildJvm.command(flags, rankMain, args));
+
     /** Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n}. */
     public static void assumeGpus(int n) {
         new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
@@ -62,6 +72,12 @@ public final class GpuJob {
      */
     public static List<String> run(Class<?> rankMain, int nRanks, Duration timeout, Path logs, String scenario,
                                    String... args) {
+        return run(SAME_USER, rankMain, nRanks, timeout, logs, scenario, args);
+    }
+
+    /** {@link #run(Class, int, Duration, Path, String, String...)} with each rank's process started as {@code start} says. */
+    static List<String> run(RankProcess start, Class<?> rankMain, int nRanks, Duration timeout, Path logs,
+                            String scenario, String... args) {
         String address = "127.0.0.1:" + freePort();
         // a fresh job secret, as jmscclpp run sets one: only these ranks can join
         byte[] secretBytes = new byte[16];
@@ -75,7 +91,7 @@ public final class GpuJob {
                         "scenario=" + scenario));
                 a.addAll(List.of(args));
                 Path out = logs.resolve(scenario + "-rank" + rank + ".log");
-                ProcessBuilder pb = new ProcessBuilder(ChildJvm.command(FLAGS, rankMain, a))
+                ProcessBuilder pb = start.builder(rank, FLAGS, rankMain, a)
                         .redirectErrorStream(true).redirectOutput(out.toFile());
                 pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
                 pb.environment().put("MSCCLPP_BOOTSTRAP_SECRET", secret);

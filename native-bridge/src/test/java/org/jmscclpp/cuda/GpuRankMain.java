@@ -20,6 +20,7 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.nativebridge.LibC;
 import reactor.core.publisher.Flux;
 
 /**
@@ -65,11 +66,13 @@ public final class GpuRankMain {
         this.transport = transport;
     }
 
-    /** The scenarios of this package: basic-write and the kernels' ({@link GpuKernelScenarios}). */
+    /** The scenarios of this package: basic-write, vmm-across-users and the kernels' ({@link GpuKernelScenarios}). */
     public static void main(String[] args) {
         run(args, (r, scenario, a) -> {
             if (scenario.equals("basic-write")) {
                 r.basicWrite();
+            } else if (scenario.equals("vmm-across-users")) {
+                r.vmmAcrossUsers();
             } else {
                 GpuKernelScenarios.run(r, scenario, a);
             }
@@ -204,6 +207,51 @@ public final class GpuRankMain {
             bootstrap.barrier(TIMEOUT).block(TIMEOUT);
             locals.forEach(RegisteredMemory::close);
             buffers.forEach(DeviceBuffer::close);
+        }
+    }
+
+    /**
+     * For ranks of different users (no ptrace right over each other): BasicWrite on VMM buffers,
+     * whose descriptors can only have come over the exporters' descriptor servers; then one more
+     * VMM buffer exchanged, mapped, and the peer's descriptor asked of {@code pidfd_getfd}, which
+     * must be refused (else this run shows nothing). Prints the rank's uid and what pidfd_getfd said.
+     */
+    void vmmAcrossUsers() {
+        say("UID " + OtherUser.currentUid());
+        if (backend.defaultAllocation() != CudaBackend.Allocation.VMM) {
+            throw new AssertionError("vmm-across-users runs with alloc=vmm");
+        }
+        basicWrite();
+        if (backend.descriptorServer() == null) {
+            throw new AssertionError("the VMM exports started no descriptor server");
+        }
+        DeviceBuffer buf = backend.allocate(BUFFER_BYTES);
+        RegisteredMemory local = comm.registerMemory(buf, TransportFlags.of(Transport.CUDA_IPC));
+        try {
+            for (Map.Entry<Integer, RegisteredMemory> e : exchange(local, 1000).entrySet()) {
+                RegisteredMemory remote = e.getValue();
+                try {
+                    if (!remote.isMapped()) {
+                        throw new AssertionError("rank " + e.getKey() + "'s VMM buffer is not mapped here: " + remote);
+                    }
+                    CudaIpcHandle h = CudaIpcHandle.decode(remote.handle(Transport.CUDA_IPC));
+                    try {
+                        LibC.INSTANCE.close(CudaBackend.takeDescriptorByPidfd(h.pid(), h.fd()));
+                        throw new AssertionError("pidfd_getfd on rank " + e.getKey() + " (pid " + h.pid() + ") was allowed:"
+                                + " the ranks may trace each other, so this run does not show that SCM_RIGHTS is needed");
+                    } catch (JmscclppException refused) {
+                        say("pidfd_getfd refused, as expected: " + refused.detail());
+                    }
+                    say("OK rank " + e.getKey() + "'s VMM buffer (pid " + h.pid() + ") mapped through its descriptor"
+                            + " server @" + h.serverName());
+                } finally {
+                    remote.close();
+                }
+            }
+            bootstrap.barrier(TIMEOUT).block(TIMEOUT);
+        } finally {
+            local.close();
+            buf.close();
         }
     }
 }
