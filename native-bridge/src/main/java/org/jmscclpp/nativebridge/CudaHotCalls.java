@@ -63,7 +63,8 @@ public sealed interface CudaHotCalls permits JnaHotCalls, FfmHotCalls {
      *                           a symbol missing, native access denied)
      */
     static CudaHotCalls ffm() {
-        Optional<String> reason = FfmHotCalls.unavailableReason();
+        // the driver first: its initialisation links FfmHotCalls, which must never start inside its own
+        Optional<String> reason = CudaDriver.unavailableReason().or(FfmHotCalls::unavailableReason);
         if (reason.isPresent()) {
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "the FFM binding of the CUDA driver is "
                     + "unavailable: " + reason.get()).phase("cuda").build();

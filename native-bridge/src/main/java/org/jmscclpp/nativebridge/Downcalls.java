@@ -43,6 +43,7 @@ public final class Downcalls {
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the file cannot be opened, or native access
      *                           is denied to this module
      */
+    @SuppressWarnings("restricted")  // native access is granted at launch, as the class comment says
     public static Downcalls of(NativeLibrary library) {
         File file = library.getFile();
         if (file == null) {
@@ -85,6 +86,7 @@ public final class Downcalls {
      *
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the symbol is not exported
      */
+    @SuppressWarnings("restricted")
     public MethodHandle bind(String symbol, FunctionDescriptor descriptor, boolean critical) {
         Objects.requireNonNull(descriptor, "descriptor");
         MemorySegment address = address(symbol);
