@@ -26,6 +26,7 @@ import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.nativebridge.CudaDriver;
 import org.jmscclpp.nativebridge.CudaHotCalls;
+import org.jmscclpp.nativebridge.Verbs;
 import org.jmscclpp.samples.ExitCodes;
 import org.jspecify.annotations.Nullable;
 
@@ -38,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  * {@link CudaHotCalls#ffm()}) the way the C program measures: ROUNDS rounds of ITERS calls after an untimed
  * round (two in Java, for the JIT), the median round's ns per call, calls that enqueue work in batches of 512 with the context synchronized
  * between batches outside the timed part. Target: Java (FFM) at most 1.1× C. InfiniBand verbs are not measured
- * (no hot verbs call goes through FFM yet).
+ * (no hot verbs call goes through FFM yet); the table says whether libibverbs loads here.
  *
  * <p>Then, unless {@code --idle-seconds 0}: the CPU an idle {@link ProxyService} takes (issue 15: below 5% of a
  * core), started with no trigger for the window, for each poller: the process's CPU time over the window (an
@@ -403,10 +404,27 @@ public final class NativeCallBench {
         if (c.problem() != null) {
             sb.append("\nC side not measured: ").append(c.problem()).append('\n');
         }
+        sb.append("\nibv_post_send, ibv_poll_cq: ").append(verbs()).append('\n');
         sb.append("\nC: native_calls.c, calls through dlsym'd pointers into the same libcuda; Java: CudaHotCalls.jna() "
                 + "(JNA direct mapping) and CudaHotCalls.ffm() (java.lang.foreign; cuEventQuery and cuCtxSetCurrent "
                 + "critical) in this JVM, measured as C measures (after two untimed rounds, C one).\n");
         return sb.toString();
+    }
+
+    /** Whether the verbs calls could be measured here, and why they are not. */
+    private static String verbs() {
+        Optional<String> reason = Verbs.unavailableReason();
+        if (reason.isPresent()) {
+            return "skipped, no libibverbs here (" + reason.get() + ")";
+        }
+        int[] count = new int[1];
+        long list = Verbs.ibv_get_device_list(count);
+        if (list != 0) {
+            Verbs.ibv_free_device_list(list);
+        }
+        return count[0] == 0 ? "skipped, no RDMA device here"
+                : "not measured: " + count[0] + " RDMA device(s) here, but this bench sets up no queue pair (the verbs "
+                + "calls stay on JNA)";
     }
 
     private static String ns(@Nullable Double v) {
