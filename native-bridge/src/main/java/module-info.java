@@ -3,6 +3,11 @@
  * ({@code org.jmscclpp.cuda.kernel}), the CUDA collectives ({@code org.jmscclpp.cuda.collective}) and the
  * InfiniBand transport, which the core finds through its SPIs. The raw bindings ({@code org.jmscclpp.nativebridge})
  * and the verbs transport ({@code org.jmscclpp.ib}) are not exported.
+ *
+ * <p>Native access: JNA loads the libraries and this module makes {@code java.lang.foreign} downcalls (the CUDA
+ * driver's hot calls), both restricted; grant them at launch, {@code --enable-native-access=com.sun.jna,
+ * org.jmscclpp.nativebridge} on the module path ({@code ALL-UNNAMED} on the class path, as {@code bin/jmscclpp}
+ * and {@code bin/gpu-tests} do), or the JDK prints a warning at the first call.
  */
 module org.jmscclpp.nativebridge {
     requires transitive org.jmscclpp.core;

@@ -12,8 +12,9 @@ import org.jmscclpp.nativebridge.CudaDriver;
 
 /**
  * The cost per call, seen from Java, of the driver calls on the hot paths of the CUDA backend:
- * what a kernel wait, a context switch and a semaphore signal pay in JNA on top of the driver's
- * own work. Measured on the calling thread with {@link System#nanoTime()} around a loop of calls,
+ * what a kernel wait, a context switch and a semaphore signal pay in the binding on top of the
+ * driver's own work, through whichever binding {@code CudaDriver.hotCalls()} chose (FFM by default,
+ * JNA with {@code -Djmscclpp.cuda.ffm=false}; {@code jmscclpp bench native} compares both with C). Measured on the calling thread with {@link System#nanoTime()} around a loop of calls,
  * after an untimed loop of the same length.
  */
 public final class HotBindingsProbe {

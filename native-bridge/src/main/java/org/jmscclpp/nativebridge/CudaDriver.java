@@ -6,14 +6,18 @@ import com.sun.jna.Pointer;
 import com.sun.jna.Structure;
 import java.util.List;
 import java.util.Optional;
+import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The CUDA driver API ({@code libcuda.so.1}) through JNA direct mapping ({@code Native.register}:
- * about half the per-call cost of interface mapping, which matters for the calls the proxy makes
- * per trigger). Java names are the exported symbols: {@code cuda.h} maps {@code cuMemAlloc} to
+ * about half the per-call cost of interface mapping), except the calls made per kernel wait, signal, copy
+ * and launch ({@code cuEventQuery}, {@code cuCtxSetCurrent}, {@code cuStreamWriteValue64_v2},
+ * {@code cuMemcpyDtoDAsync_v2}, {@code cuLaunchKernel}): those go through {@link #hotCalls()}, by default
+ * {@code java.lang.foreign} downcalls into the same file ({@link CudaHotCalls}; {@code -Djmscclpp.cuda.ffm=false}
+ * keeps them on JNA). Java names are the exported symbols: {@code cuda.h} maps {@code cuMemAlloc} to
  * {@code cuMemAlloc_v2} and so on, and JNA binds the literal name.
  *
  * <p>Handles ({@code CUcontext}, {@code CUstream}, {@code CUevent}, {@code CUmodule},
@@ -60,19 +64,28 @@ public final class CudaDriver {
     /** {@code sizeof(CUipcMemHandle)}. */
     public static final int IPC_HANDLE_BYTES = 64;
 
+    private static final Logger LOG = Logger.getLogger(CudaDriver.class.getName());
     private static final @Nullable String UNAVAILABLE;
+    private static final @Nullable NativeLibrary LIBRARY;
+    /** The binding of the hot calls; a constant, so that the JIT inlines the calls through it. */
+    private static final CudaHotCalls HOT;
 
     static {
         String reason = null;
+        NativeLibrary library = null;
         try {
-            Native.register(CudaDriver.class, NativeLibrary.getInstance(libraryName()));
+            library = NativeLibrary.getInstance(libraryName());
+            Native.register(CudaDriver.class, library);
         } catch (UnsatisfiedLinkError | RuntimeException e) {
             String message = String.valueOf(e.getMessage());
             int newline = message.indexOf('\n');
             reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: "
                     + (newline < 0 ? message : message.substring(0, newline)).strip();
+            library = null;
         }
         UNAVAILABLE = reason;
+        LIBRARY = library;
+        HOT = chooseHotCalls();
     }
 
     private CudaDriver() {
@@ -82,6 +95,45 @@ public final class CudaDriver {
     private static String libraryName() {
         String name = System.getenv("JMSCCLPP_CUDA_LIBRARY");
         return name != null && !name.isBlank() ? name : "cuda";
+    }
+
+    /** The driver library JNA loaded, or null where it did not load. */
+    static @Nullable NativeLibrary library() {
+        return LIBRARY;
+    }
+
+    /**
+     * FFM unless {@value CudaHotCalls#PROPERTY} (or {@value CudaHotCalls#ENV}) says JNA; JNA, with a warning,
+     * when FFM was asked for and cannot be linked though the driver loaded (without a driver there is nothing to
+     * warn about: no call may be made).
+     */
+    private static CudaHotCalls chooseHotCalls() {
+        CudaHotCalls.Binding asked;
+        try {
+            asked = CudaHotCalls.requested(System.getProperty(CudaHotCalls.PROPERTY), System.getenv(CudaHotCalls.ENV));
+        } catch (JmscclppException e) {
+            // a class initialiser must not throw: the whole driver would be lost to a typo
+            LOG.warning(() -> e.getMessage() + "; using the default, FFM");
+            asked = CudaHotCalls.Binding.FFM;
+        }
+        if (asked == CudaHotCalls.Binding.JNA || LIBRARY == null) {
+            return CudaHotCalls.jna();
+        }
+        try {
+            return CudaHotCalls.ffm();
+        } catch (JmscclppException e) {
+            LOG.warning(() -> "the CUDA hot calls go through JNA: " + e.getMessage());
+            return CudaHotCalls.jna();
+        }
+    }
+
+    /**
+     * The binding through which {@link #cuEventQuery}, {@link #cuCtxSetCurrent}, {@link #cuStreamWriteValue64_v2},
+     * {@link #cuMemcpyDtoDAsync_v2} and {@link #cuLaunchKernel} go, chosen once as {@link CudaHotCalls#PROPERTY}
+     * says.
+     */
+    public static CudaHotCalls hotCalls() {
+        return HOT;
     }
 
     /** Empty when the driver library is registered; otherwise why it is not. */
@@ -141,7 +193,10 @@ public final class CudaDriver {
 
     public static native int cuDevicePrimaryCtxRelease_v2(int device);
 
-    public static native int cuCtxSetCurrent(long context);
+    /** Through {@link #hotCalls()}. */
+    public static int cuCtxSetCurrent(long context) {
+        return HOT.cuCtxSetCurrent(context);
+    }
 
     public static native int cuCtxSynchronize();
 
@@ -164,7 +219,10 @@ public final class CudaDriver {
 
     public static native int cuMemcpyAsync(long dst, long src, long bytes, long stream);
 
-    public static native int cuMemcpyDtoDAsync_v2(long dst, long src, long bytes, long stream);
+    /** Through {@link #hotCalls()}. */
+    public static int cuMemcpyDtoDAsync_v2(long dst, long src, long bytes, long stream) {
+        return HOT.cuMemcpyDtoDAsync_v2(dst, src, bytes, stream);
+    }
 
     public static native int cuMemcpyHtoDAsync_v2(long dst, long src, long bytes, long stream);
 
@@ -207,7 +265,10 @@ public final class CudaDriver {
 
     public static native int cuStreamQuery(long stream);
 
-    public static native int cuStreamWriteValue64_v2(long stream, long address, long value, int flags);
+    /** Through {@link #hotCalls()}. */
+    public static int cuStreamWriteValue64_v2(long stream, long address, long value, int flags) {
+        return HOT.cuStreamWriteValue64_v2(stream, address, value, flags);
+    }
 
     public static native int cuEventCreate(long[] event, int flags);
 
@@ -215,7 +276,10 @@ public final class CudaDriver {
 
     public static native int cuEventRecord(long event, long stream);
 
-    public static native int cuEventQuery(long event);
+    /** Through {@link #hotCalls()}. */
+    public static int cuEventQuery(long event) {
+        return HOT.cuEventQuery(event);
+    }
 
     public static native int cuStreamWaitEvent(long stream, long event, int flags);
 
@@ -249,9 +313,13 @@ public final class CudaDriver {
 
     public static native int cuFuncSetAttribute(long function, int attribute, int value);
 
-    public static native int cuLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
+    /** Through {@link #hotCalls()}. */
+    public static int cuLaunchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY,
                                      int blockZ, int sharedMemBytes, long stream, Pointer kernelParams,
-                                     @Nullable Pointer extra);
+                                     @Nullable Pointer extra) {
+        return HOT.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes, stream,
+                kernelParams, extra);
+    }
 
     /** {@code CUipcMemHandle}, 64 opaque bytes passed by value to {@code cuIpcOpenMemHandle}. */
     public static final class IpcMemHandle extends Structure implements Structure.ByValue {

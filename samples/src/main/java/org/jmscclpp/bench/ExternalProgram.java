@@ -90,6 +90,12 @@ final class ExternalProgram {
      */
     static Compiled compile(String compiler, String sourceName, String binaryName, String tempPrefix,
                             Duration timeout) {
+        return compile(compiler, sourceName, binaryName, tempPrefix, timeout, List.of());
+    }
+
+    /** {@link #compile(String, String, String, String, Duration)} with {@code linkArgs} ({@code -ldl}) after the source. */
+    static Compiled compile(String compiler, String sourceName, String binaryName, String tempPrefix,
+                            Duration timeout, List<String> linkArgs) {
         try {
             Path dir = Files.createTempDirectory(tempPrefix);
             dir.toFile().deleteOnExit();
@@ -100,8 +106,10 @@ final class ExternalProgram {
             }
             Path binary = dir.resolve(binaryName);
             binary.toFile().deleteOnExit();
-            Run run = run(List.of(compiler, "-std=c11", "-O2", "-o", binary.toString(), source.toString()), timeout,
-                    Stop.KILL_TREE, line -> false, COMPILE_TAIL_LINES, env -> { });
+            List<String> command = new ArrayList<>(List.of(compiler, "-std=c11", "-O2", "-o", binary.toString(),
+                    source.toString()));
+            command.addAll(linkArgs);
+            Run run = run(command, timeout, Stop.KILL_TREE, line -> false, COMPILE_TAIL_LINES, env -> { });
             if (run.timedOut()) {
                 return new Compiled(null, compiler + " did not finish within " + timeout.toSeconds() + " s");
             }

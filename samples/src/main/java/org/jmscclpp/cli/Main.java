@@ -84,6 +84,7 @@ public final class Main {
             case "coll" -> CollBench.run(rest, out, err);
             case "plot" -> CollBench.plot(rest, out, err);
             case "tune" -> TuneCommand.run(rest, out, err);
+            case "native" -> org.jmscclpp.bench.NativeCallBench.run(rest, out, err);
             default -> {
                 err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet, coll, plot, tune");
                 err.println("usage: " + BootstrapBench.SYNOPSIS);

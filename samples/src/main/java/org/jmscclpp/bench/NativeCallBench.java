@@ -1,0 +1,525 @@
+package org.jmscclpp.bench;
+
+import com.sun.jna.Memory;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.proxy.ProxyService;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.nativebridge.CudaDriver;
+import org.jmscclpp.nativebridge.CudaHotCalls;
+import org.jmscclpp.nativebridge.Verbs;
+import org.jmscclpp.samples.ExitCodes;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * {@code jmscclpp bench native}: issue 15's native-call target. For each hot CUDA driver call
+ * ({@code cuEventQuery}, {@code cuCtxSetCurrent}, {@code cuStreamWriteValue64_v2},
+ * {@code cuMemcpyDtoDAsync_v2}, {@code cuLaunchKernel}) the cost per call from C ({@code native_calls.c},
+ * compiled here and run first, on the same GPU), from Java through JNA (the binding before) and through the
+ * JDK's foreign-function API (after), both bindings measured in this JVM ({@link CudaHotCalls#jna()},
+ * {@link CudaHotCalls#ffm()}) the way the C program measures: ROUNDS rounds of ITERS calls after an untimed
+ * round (two in Java, for the JIT), the median round's ns per call, calls that enqueue work in batches of 512 with the context synchronized
+ * between batches outside the timed part. Target: Java (FFM) at most 1.1× C. InfiniBand verbs are not measured
+ * (no hot verbs call goes through FFM yet); the table says whether libibverbs loads here.
+ *
+ * <p>Then, unless {@code --idle-seconds 0}: the CPU an idle {@link ProxyService} takes (issue 15: below 5% of a
+ * core), started with no trigger for the window, for each poller: the process's CPU time over the window (an
+ * upper bound: the JIT, the GC and every other thread count too), beside the same window with no service, and
+ * for the platform-thread poller that thread's own CPU time. {@code --backend host} measures that alone, on the
+ * host backend, where there is no GPU.
+ *
+ * <p>Without a GPU or the CUDA driver ({@code --backend cuda}, the default) it prints
+ * {@code the cuda backend is unavailable here: <reason>} and exits with 2.
+ */
+public final class NativeCallBench {
+
+    /** The command line. */
+    public static final String SYNOPSIS = "jmscclpp bench native [--iters N] [--rounds R] [--device ORDINAL] "
+            + "[--idle-seconds S] [--backend cuda|host]";
+
+    /** The issue's bound on Java's cost per call, as a multiple of C's. */
+    static final double TARGET_RATIO = 1.1;
+    /** The issue's bound on an idle proxy's CPU use, percent of one core. */
+    static final double IDLE_TARGET_PERCENT = 5.0;
+
+    /** The empty kernel both sides launch, the PTX of {@code native_calls.c}. */
+    static final String PTX = ".version 7.0\n.target sm_75\n.address_size 64\n"
+            + ".visible .entry jmscclpp_empty(.param .u64 jmscclpp_empty_param_0)\n{\n    ret;\n}\n";
+
+    private static final String NAME = "jmscclpp bench native";
+    private static final String SOURCE = "native_calls.c";
+    private static final int BATCH = 512;
+    private static final int JIT_WARMUP_ROUNDS = 2;
+    private static final int COPY_BYTES = 64;
+    private static final Duration COMPILE_TIMEOUT = Duration.ofSeconds(60);
+    private static final Duration RUN_TIMEOUT = Duration.ofSeconds(300);
+    private static final Pattern CALL_LINE = Pattern.compile(
+            "CALL name=(\\S+) iters=(\\d+) rounds=(\\d+) median_ns=(\\S+) min_ns=(\\S+)");
+    private static final Pattern SKIP_LINE = Pattern.compile("SKIP name=(\\S+) reason=(.*)");
+
+    private NativeCallBench() {
+    }
+
+    /** The hot calls, in the order of the C program. */
+    enum Call {
+        EVENT_QUERY("cuEventQuery", "completed event"),
+        CTX_SET_CURRENT("cuCtxSetCurrent", "context already current"),
+        WRITE_VALUE("cuStreamWriteValue64_v2", "one enqueue"),
+        MEMCPY("cuMemcpyDtoDAsync_v2", "64 B, one enqueue"),
+        LAUNCH("cuLaunchKernel", "empty kernel, one enqueue");
+
+        final String symbol;
+        final String note;
+
+        Call(String symbol, String note) {
+            this.symbol = symbol;
+            this.note = note;
+        }
+
+        boolean enqueues() {
+            return this == WRITE_VALUE || this == MEMCPY || this == LAUNCH;
+        }
+    }
+
+    /** The options. */
+    record Options(long iters, int rounds, int device, int idleSeconds, boolean cuda) {
+    }
+
+    /** The C program's figures: median ns per call by call, those it skipped with why, or why there are none. */
+    record CSide(Map<Call, Double> medianNs, Map<Call, String> skipped, @Nullable String problem) {
+    }
+
+    /** Runs the benchmark; returns the exit code. */
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
+        Options o;
+        try {
+            o = parse(args);
+        } catch (IllegalArgumentException e) {
+            err.println(NAME + ": " + e.getMessage());
+            err.println("usage: " + SYNOPSIS);
+            return ExitCodes.USAGE;
+        }
+        if (o.cuda()) {
+            Optional<String> reason = CudaBackend.unavailableReason(o.device() + 1);
+            if (reason.isPresent()) {
+                err.println(NAME + ": the cuda backend is unavailable here: " + reason.get());
+                return ExitCodes.USAGE;
+            }
+        }
+        try {
+            if (o.cuda()) {
+                err.println("bench: native calls on GPU " + o.device() + ", " + o.iters() + " calls x " + o.rounds()
+                        + " rounds, C first, then Java (JNA, FFM) ...");
+                CSide c = measureC(o);
+                Map<CudaHotCalls.Binding, Map<Call, Double>> java = measureJava(o, c.skipped().keySet());
+                out.print(callTable(o, c, java));
+            }
+            if (o.idleSeconds() > 0) {
+                err.println("bench: idle proxy service, " + o.idleSeconds() + " s per poller ...");
+                out.print(idleTable(o));
+            }
+            return ExitCodes.OK;
+        } catch (JmscclppException e) {
+            err.println(NAME + ": " + e.getMessage());
+            return ExitCodes.FAILURE;
+        }
+    }
+
+    static Options parse(List<String> args) {
+        long iters = 20_000;
+        int rounds = 7;
+        int device = 0;
+        int idle = 3;
+        boolean cuda = true;
+        for (int i = 0; i < args.size(); i++) {
+            String flag = args.get(i);
+            if (i + 1 >= args.size()) {
+                throw new IllegalArgumentException(flag.startsWith("--") ? flag + " needs a value" : "unexpected "
+                        + flag);
+            }
+            String value = args.get(++i);
+            try {
+                switch (flag) {
+                    case "--iters" -> iters = Long.parseLong(value);
+                    case "--rounds" -> rounds = Integer.parseInt(value);
+                    case "--device" -> device = Integer.parseInt(value);
+                    case "--idle-seconds" -> idle = Integer.parseInt(value);
+                    case "--backend" -> cuda = switch (value) {
+                        case "cuda" -> true;
+                        case "host" -> false;
+                        default -> throw new IllegalArgumentException("--backend is cuda or host, not " + value);
+                    };
+                    default -> throw new IllegalArgumentException("unknown option " + flag);
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(flag + " takes a number, not " + value);
+            }
+        }
+        if (iters < 1 || rounds < 1 || device < 0 || idle < 0 || idle > 600) {
+            throw new IllegalArgumentException("--iters and --rounds are at least 1, --device at least 0, "
+                    + "--idle-seconds 0 to 600");
+        }
+        return new Options(iters, rounds, device, idle, cuda);
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // C
+
+    static CSide measureC(Options o) {
+        Optional<Path> cc = ShmPingPongFloor.compiler();
+        if (cc.isEmpty()) {
+            return new CSide(Map.of(), Map.of(), "no C compiler (" + String.join(", ", ShmPingPongFloor.COMPILERS)
+                    + ") on the PATH");
+        }
+        ExternalProgram.Compiled compiled = ExternalProgram.compile(cc.get().toString(), SOURCE, "native_calls",
+                "jmscclpp-native-", COMPILE_TIMEOUT, List.of("-ldl"));
+        if (compiled.binary() == null) {
+            return new CSide(Map.of(), Map.of(), compiled.error());
+        }
+        ExternalProgram.Run run;
+        try {
+            run = ExternalProgram.run(List.of(compiled.binary().toString(), Integer.toString(o.device()),
+                    Long.toString(o.iters()), Integer.toString(o.rounds())), RUN_TIMEOUT, ExternalProgram.Stop.KILL_TREE,
+                    line -> line.startsWith("CALL ") || line.startsWith("SKIP "), 8, env -> { });
+        } catch (IOException e) {
+            return new CSide(Map.of(), Map.of(), "cannot run " + compiled.binary() + ": " + e.getMessage());
+        }
+        if (run.timedOut() || run.exitCode() != 0) {
+            return new CSide(Map.of(), Map.of(), (run.timedOut() ? "did not finish within " + RUN_TIMEOUT.toSeconds()
+                    + " s" : "exited with " + run.exitCode()) + "; output tail: " + run.tail());
+        }
+        try {
+            return parseC(run.lines(), o);
+        } catch (IllegalStateException e) {
+            return new CSide(Map.of(), Map.of(), e.getMessage() + "; output tail: " + run.tail());
+        }
+    }
+
+    /**
+     * The C program's {@code CALL} and {@code SKIP} lines.
+     *
+     * @throws IllegalStateException for a line of an unknown call or of other iterations, or a call with no line
+     */
+    static CSide parseC(List<String> lines, Options o) {
+        Map<Call, Double> ns = new EnumMap<>(Call.class);
+        Map<Call, String> skipped = new EnumMap<>(Call.class);
+        for (String line : lines) {
+            Matcher m = CALL_LINE.matcher(line.strip());
+            if (m.matches()) {
+                Call call = call(m.group(1), line);
+                if (Long.parseLong(m.group(2)) != o.iters() || Integer.parseInt(m.group(3)) != o.rounds()) {
+                    throw new IllegalStateException("asked for " + o.iters() + " calls x " + o.rounds()
+                            + " rounds, the line says: " + line);
+                }
+                ns.put(call, Double.parseDouble(m.group(4)));
+                continue;
+            }
+            Matcher s = SKIP_LINE.matcher(line.strip());
+            if (s.matches()) {
+                skipped.put(call(s.group(1), line), s.group(2));
+            }
+        }
+        for (Call call : Call.values()) {
+            if (!ns.containsKey(call) && !skipped.containsKey(call)) {
+                throw new IllegalStateException("no line for " + call.symbol);
+            }
+        }
+        return new CSide(ns, skipped, null);
+    }
+
+    private static Call call(String symbol, String line) {
+        return Arrays.stream(Call.values()).filter(c -> c.symbol.equals(symbol)).findFirst()
+                .orElseThrow(() -> new IllegalStateException("a line for an unknown call: " + line));
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Java
+
+    /** The state the calls use: the same objects as the C program's. */
+    private record Fixture(long context, long stream, long event, long function, long word, long src, long dst,
+                           Memory params) {
+    }
+
+    private static Map<CudaHotCalls.Binding, Map<Call, Double>> measureJava(Options o, Set<Call> skipped) {
+        int[] device = new int[1];
+        long[] out = new long[1];
+        CudaDriver.check(CudaDriver.cuInit(0), "cuInit");
+        CudaDriver.check(CudaDriver.cuDeviceGet(device, o.device()), "cuDeviceGet(" + o.device() + ")");
+        CudaDriver.check(CudaDriver.cuDevicePrimaryCtxRetain(out, device[0]), "cuDevicePrimaryCtxRetain");
+        long context = out[0];
+        try {
+            CudaDriver.check(CudaDriver.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+            CudaDriver.check(CudaDriver.cuStreamCreate(out, CudaDriver.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+            long stream = out[0];
+            CudaDriver.check(CudaDriver.cuEventCreate(out, CudaDriver.CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+            long event = out[0];
+            long[] words = new long[3];
+            for (int i = 0; i < 3; i++) {
+                CudaDriver.check(CudaDriver.cuMemAlloc_v2(out, i == 0 ? Long.BYTES : COPY_BYTES), "cuMemAlloc_v2");
+                words[i] = out[0];
+            }
+            byte[] ptx = (PTX + "\0").getBytes(StandardCharsets.US_ASCII);
+            CudaDriver.check(CudaDriver.cuModuleLoadData(out, ptx), "cuModuleLoadData(empty kernel)");
+            long module = out[0];
+            try (Memory argument = new Memory(Long.BYTES); Memory params = new Memory(Long.BYTES)) {
+                CudaDriver.check(CudaDriver.cuModuleGetFunction(out, module, "jmscclpp_empty"), "cuModuleGetFunction");
+                argument.setLong(0, words[0]);
+                params.setPointer(0, argument);
+                CudaDriver.check(CudaDriver.cuEventRecord(event, stream), "cuEventRecord");
+                CudaDriver.check(CudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
+                Fixture f = new Fixture(context, stream, event, out[0], words[0], words[1], words[2], params);
+                Map<CudaHotCalls.Binding, Map<Call, Double>> result = new EnumMap<>(CudaHotCalls.Binding.class);
+                for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
+                    CudaHotCalls hot = CudaHotCalls.of(binding);
+                    Map<Call, Double> ns = new EnumMap<>(Call.class);
+                    for (Call call : Call.values()) {
+                        if (!skipped.contains(call)) {
+                            ns.put(call, median(hot, call, f, o));
+                        }
+                    }
+                    result.put(binding, ns);
+                }
+                return result;
+            } finally {
+                CudaDriver.cuModuleUnload(module);
+                for (long w : words) {
+                    CudaDriver.cuMemFree_v2(w);
+                }
+                CudaDriver.cuEventDestroy_v2(event);
+                CudaDriver.cuStreamDestroy_v2(stream);
+            }
+        } finally {
+            CudaDriver.cuDevicePrimaryCtxRelease_v2(device[0]);
+        }
+    }
+
+    private static double median(CudaHotCalls hot, Call call, Fixture f, Options o) {
+        // two untimed rounds where C has one: the JIT compiles the loop for this binding in the first
+        for (int warm = 0; warm < JIT_WARMUP_ROUNDS; warm++) {
+            timedCalls(hot, call, f, o.iters());
+        }
+        double[] perCall = new double[o.rounds()];
+        for (int r = 0; r < perCall.length; r++) {
+            perCall[r] = (double) timedCalls(hot, call, f, o.iters()) / o.iters();
+        }
+        Arrays.sort(perCall);
+        int n = perCall.length;
+        return n % 2 == 1 ? perCall[n / 2] : (perCall[n / 2 - 1] + perCall[n / 2]) / 2;
+    }
+
+    /** {@code n} calls, timed; the nanoseconds they took (the drains between batches are not timed). */
+    private static long timedCalls(CudaHotCalls hot, Call call, Fixture f, long n) {
+        int failure = 0;
+        if (!call.enqueues()) {
+            long start = System.nanoTime();
+            if (call == Call.EVENT_QUERY) {
+                for (long i = 0; i < n; i++) {
+                    int r = hot.cuEventQuery(f.event());
+                    failure = failure == 0 ? r : failure;
+                }
+            } else {
+                for (long i = 0; i < n; i++) {
+                    int r = hot.cuCtxSetCurrent(f.context());
+                    failure = failure == 0 ? r : failure;
+                }
+            }
+            long elapsed = System.nanoTime() - start;
+            CudaDriver.check(failure, call.symbol + " through " + hot.binding());
+            return elapsed;
+        }
+        long elapsed = 0;
+        long value = 0;
+        for (long done = 0; done < n; ) {
+            long batch = Math.min(BATCH, n - done);
+            long start = System.nanoTime();
+            switch (call) {
+                case WRITE_VALUE -> {
+                    for (long i = 0; i < batch; i++) {
+                        int r = hot.cuStreamWriteValue64_v2(f.stream(), f.word(), ++value, 0);
+                        failure = failure == 0 ? r : failure;
+                    }
+                }
+                case MEMCPY -> {
+                    for (long i = 0; i < batch; i++) {
+                        int r = hot.cuMemcpyDtoDAsync_v2(f.dst(), f.src(), COPY_BYTES, f.stream());
+                        failure = failure == 0 ? r : failure;
+                    }
+                }
+                default -> {
+                    for (long i = 0; i < batch; i++) {
+                        int r = hot.cuLaunchKernel(f.function(), 1, 1, 1, 1, 1, 1, 0, f.stream(), f.params(), null);
+                        failure = failure == 0 ? r : failure;
+                    }
+                }
+            }
+            elapsed += System.nanoTime() - start;
+            CudaDriver.check(failure, call.symbol + " through " + hot.binding());
+            CudaDriver.check(CudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
+            done += batch;
+        }
+        return elapsed;
+    }
+
+    static String callTable(Options o, CSide c, Map<CudaHotCalls.Binding, Map<Call, Double>> java) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "%nnative calls on GPU %d: ns per call, median of %d rounds of %d calls "
+                + "(Java %s; the library's binding: %s)%n%n", o.device(), o.rounds(), o.iters(),
+                Runtime.version(), CudaDriver.hotCalls().binding()));
+        sb.append("| call | C ns | Java JNA ns | Java FFM ns | JNA/C | FFM/C | FFM ≤ 1.1× C |\n");
+        sb.append("|---|---:|---:|---:|---:|---:|---|\n");
+        Map<Call, Double> jna = java.getOrDefault(CudaHotCalls.Binding.JNA, Map.of());
+        Map<Call, Double> ffm = java.getOrDefault(CudaHotCalls.Binding.FFM, Map.of());
+        for (Call call : Call.values()) {
+            String skip = c.skipped().get(call);
+            if (skip != null) {
+                sb.append("| ").append(call.symbol).append(" | skipped: ").append(skip).append(" | | | | | |\n");
+                continue;
+            }
+            Double cNs = c.medianNs().get(call);
+            Double f = ffm.get(call);
+            Double j = jna.get(call);
+            sb.append(String.format(Locale.ROOT, "| %s (%s) | %s | %s | %s | %s | %s | %s |%n", call.symbol, call.note,
+                    ns(cNs), ns(j), ns(f), ratio(j, cNs), ratio(f, cNs),
+                    cNs == null || f == null ? "n/a" : f <= TARGET_RATIO * cNs ? "yes" : "no"));
+        }
+        if (c.problem() != null) {
+            sb.append("\nC side not measured: ").append(c.problem()).append('\n');
+        }
+        sb.append("\nibv_post_send, ibv_poll_cq: ").append(verbs()).append('\n');
+        sb.append("\nC: native_calls.c, calls through dlsym'd pointers into the same libcuda; Java: CudaHotCalls.jna() "
+                + "(JNA direct mapping) and CudaHotCalls.ffm() (java.lang.foreign; cuEventQuery and cuCtxSetCurrent "
+                + "critical) in this JVM, measured as C measures (after two untimed rounds, C one).\n");
+        return sb.toString();
+    }
+
+    /** Whether the verbs calls could be measured here, and why they are not. */
+    private static String verbs() {
+        Optional<String> reason = Verbs.unavailableReason();
+        if (reason.isPresent()) {
+            return "skipped, no libibverbs here (" + reason.get() + ")";
+        }
+        int[] count = new int[1];
+        long list = Verbs.ibv_get_device_list(count);
+        if (list != 0) {
+            Verbs.ibv_free_device_list(list);
+        }
+        return count[0] == 0 ? "skipped, no RDMA device here"
+                : "not measured: " + count[0] + " RDMA device(s) here, but this bench sets up no queue pair (the verbs "
+                + "calls stay on JNA)";
+    }
+
+    private static String ns(@Nullable Double v) {
+        return v == null ? "n/a" : String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    private static String ratio(@Nullable Double v, @Nullable Double c) {
+        return v == null || c == null || c <= 0 ? "n/a" : String.format(Locale.ROOT, "%.2f×", v / c);
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // idle proxy
+
+    /** One window: the process's CPU and, for a platform poller, the poller thread's, in percent of a core. */
+    record Idle(String what, double seconds, double processPercent, double pollerPercent) {
+    }
+
+    private static String idleTable(Options o) {
+        List<Idle> rows = new ArrayList<>();
+        Duration window = Duration.ofSeconds(o.idleSeconds());
+        try (Backend backend = o.cuda() ? CudaBackend.open(o.device(), CudaBackend.Allocation.MEM_ALLOC)
+                : HostBackend.open()) {
+            rows.add(idle("no proxy service (the JVM at rest)", backend, null, window));
+            for (ProxyService.Poller poller : ProxyService.Poller.values()) {
+                rows.add(idle(poller.name(), backend, poller, window));
+            }
+            StringBuilder sb = new StringBuilder();
+            sb.append(String.format(Locale.ROOT, "%nidle proxy service on the %s backend (%s): CPU over %d s with no "
+                    + "trigger, percent of one core%n%n", o.cuda() ? "cuda" : "host", backend, o.idleSeconds()));
+            sb.append("| poller | process CPU % | process − at rest % | poller thread CPU % | below 5% |\n"
+                    + "|---|---:|---:|---:|---|\n");
+            double rest = rows.getFirst().processPercent();
+            for (Idle r : rows) {
+                boolean baseline = r == rows.getFirst();
+                double above = Math.max(0, r.processPercent() - rest);
+                // the poller thread's own figure where there is one; else the process's rise over the JVM at rest
+                double measure = r.pollerPercent() >= 0 ? r.pollerPercent() : above;
+                sb.append(String.format(Locale.ROOT, "| %s | %.2f | %s | %s | %s |%n", r.what(), r.processPercent(),
+                        baseline ? "" : String.format(Locale.ROOT, "%.2f", above),
+                        r.pollerPercent() >= 0 ? String.format(Locale.ROOT, "%.2f", r.pollerPercent()) : "n/a",
+                        baseline ? "" : measure < IDLE_TARGET_PERCENT ? "yes" : "no"));
+            }
+            sb.append("\nprocess CPU: ProcessHandle's total CPU time over the window (every thread of the JVM); "
+                    + "poller thread: ThreadMXBean's CPU time of jmscclpp-proxy-N (platform poller only; a virtual "
+                    + "thread has no CPU time of its own: its figure is the process's rise over the JVM at rest).\n");
+            return sb.toString();
+        }
+    }
+
+    private static Idle idle(String what, Backend backend, ProxyService.@Nullable Poller poller, Duration window) {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        if (poller == null) {
+            long cpu = processCpuNanos();
+            long start = System.nanoTime();
+            rest(window);
+            return new Idle(what, window.toSeconds(), percent(processCpuNanos() - cpu, System.nanoTime() - start), -1);
+        }
+        try (ProxyService proxy = ProxyService.builder(backend).poller(poller).build()) {
+            proxy.start();
+            // let the loop pass its idle spin and settle into parking before the window opens
+            rest(Duration.ofMillis(200));
+            Thread pollerThread = poller == ProxyService.Poller.PLATFORM_THREAD ? findPoller() : null;
+            long threadCpu = pollerThread == null ? 0 : threads.getThreadCpuTime(pollerThread.threadId());
+            long cpu = processCpuNanos();
+            long start = System.nanoTime();
+            rest(window);
+            long wall = System.nanoTime() - start;
+            double process = percent(processCpuNanos() - cpu, wall);
+            double thread = pollerThread == null ? -1
+                    : percent(threads.getThreadCpuTime(pollerThread.threadId()) - threadCpu, wall);
+            proxy.stop().block(ProxyService.DEFAULT_STOP_TIMEOUT.plusSeconds(1));
+            return new Idle(what, window.toSeconds(), process, thread);
+        }
+    }
+
+    /** The newest platform thread named {@code jmscclpp-proxy-*}, or null. */
+    private static @Nullable Thread findPoller() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("jmscclpp-proxy-") && t.isAlive())
+                .max((a, b) -> Long.compare(a.threadId(), b.threadId())).orElse(null);
+    }
+
+    private static long processCpuNanos() {
+        return ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
+    }
+
+    private static double percent(long cpuNanos, long wallNanos) {
+        return wallNanos <= 0 ? 0 : 100.0 * cpuNanos / wallNanos;
+    }
+
+    /** Parks the calling thread for the measurement window itself (this is what is measured, not a wait for something). */
+    private static void rest(Duration d) {
+        long deadline = System.nanoTime() + d.toNanos();
+        for (long left = d.toNanos(); left > 0; left = deadline - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
+    }
+}
