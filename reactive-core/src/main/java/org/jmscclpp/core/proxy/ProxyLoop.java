@@ -28,9 +28,9 @@ import reactor.core.publisher.Sinks;
  *
  * <h2>Waiting</h2>
  * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()},
- * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS}: a virtual thread poller never
- * holds its carrier for long, and a stop, a flush finished on another thread or a delivered
- * completion unparks it at once.
+ * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS} ({@link #DEEP_PARK_NANOS} once idle for
+ * {@link #DEEP_IDLE_NANOS}): a virtual thread poller never holds its carrier for long, and a stop, a
+ * flush finished on another thread or a delivered completion unparks it at once.
  *
  * <h2>Backpressure</h2>
  * {@code outstanding} counts SYNCs taken whose completion is neither delivered to the subscriber
@@ -48,6 +48,17 @@ final class ProxyLoop implements Runnable {
 
     /** Longest park while idle: short enough that producers and flush completions see little delay. */
     static final long MAX_PARK_NANOS = 50_000;
+    /**
+     * After this long without work ({@code jmscclpp.proxy.deepIdleMillis}, default 100; 0 never),
+     * the loop parks up to {@link #DEEP_PARK_NANOS} instead: an idle service's proxy then costs
+     * about a thousand wake-ups a second, not twenty thousand, and only the first trigger after
+     * such a pause waits up to that much longer. Nobody can unpark the loop for a trigger a GPU
+     * pushes, so the park is all the latency it adds.
+     */
+    static final long DEEP_IDLE_NANOS = Math.max(0, Long.getLong("jmscclpp.proxy.deepIdleMillis", 100)) * 1_000_000;
+    /** Longest park after {@link #DEEP_IDLE_NANOS} idle ({@code jmscclpp.proxy.deepParkMicros}, default 1000). */
+    static final long DEEP_PARK_NANOS = Math.max(MAX_PARK_NANOS / 1_000,
+            Long.getLong("jmscclpp.proxy.deepParkMicros", 1_000)) * 1_000;
     private static final long FIRST_PARK_NANOS = 1_000;
 
     private final Fifo fifo;
@@ -228,6 +239,8 @@ final class ProxyLoop implements Runnable {
             } else if (Thread.interrupted()) {
                 // nobody but the service should stop its thread; an interrupt is taken as a stop
                 requestStop(System.nanoTime() + ProxyService.DEFAULT_STOP_TIMEOUT.toNanos());
+            } else if (DEEP_IDLE_NANOS > 0 && backoff.idleNanos() >= DEEP_IDLE_NANOS) {
+                backoff.parkUpTo(DEEP_PARK_NANOS);
             } else {
                 backoff.park(MAX_PARK_NANOS);
             }

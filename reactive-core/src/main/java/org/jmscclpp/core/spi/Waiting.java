@@ -165,6 +165,20 @@ public final class Waiting {
             LockSupport.parkNanos(Math.min(park, limitNanos));
             park = Math.min(park * 2, maxParkNanos);
         }
+
+        /**
+         * Parks for the current step, which doubles up to {@code capNanos} instead of the maximum
+         * given at construction (a deeper sleep for a thread idle long enough).
+         */
+        public void parkUpTo(long capNanos) {
+            LockSupport.parkNanos(Math.min(park, capNanos));
+            park = Math.min(park * 2, capNanos);
+        }
+
+        /** How long the thread has been idle: since its first {@link #spinning()} after work; 0 when busy. */
+        public long idleNanos() {
+            return idleSince < 0 ? 0 : System.nanoTime() - idleSince;
+        }
     }
 
     /**
