@@ -59,8 +59,8 @@ import reactor.core.publisher.MonoSink;
  * the connection with {@link ErrorCode#TIMEOUT} (half a frame may be on the wire by then).
  *
  * <p>{@link #updateAndSync} sends a TOKEN frame, which the peer stores after every earlier frame.
- * {@link #flush} completes once the peer has acknowledged every frame sent before it (acks carry
- * the highest sequence number applied). Subscribed to, it completes on the connection's ack thread
+ * {@link #flush} sends a SYNC frame and completes once the peer has acknowledged it, so every frame
+ * sent before it (acks carry the highest sequence number applied; the peer sends none unasked). Subscribed to, it completes on the connection's ack thread
  * ({@link EthernetAckReader}), which also fails it at its deadline; blocked on
  * ({@code flush(t).block()}), the blocked caller reads the acks itself. A peer that rejects a frame,
  * dies or closes the socket turns every waiting and later operation into
@@ -100,6 +100,8 @@ final class EthernetConnection implements Connection {
     /** Last sequence number sent (set before its frame's last byte can reach the peer); written under sendLock. */
     private volatile long sent;
     private volatile long acked;
+    /** Sequence of the last SYNC frame sent; written under sendLock. */
+    private long lastSync;
     /** The sequence a blocking flush waits for, 0 when none does. */
     private volatile long blockingTarget;
     /** When the ack thread next looks at the flush deadlines, at the latest (guarded by waiters). */
@@ -280,7 +282,7 @@ final class EthernetConnection implements Connection {
                 long wait = progress + TimeUnit.SECONDS.toNanos(WRITE_WAIT_SECONDS) - now;
                 if (wait <= 0) {
                     fail(error(ErrorCode.TIMEOUT, phase, "the socket to the peer stayed full for " + WRITE_WAIT_SECONDS
-                            + " s (" + (sent - acked) + " frames unacknowledged)"));
+                            + " s (" + sent + " frames sent, " + acked + " acknowledged)"));
                     EthernetAckReader.closeQuietly(socket);
                     throw again(failureOr(phase), phase);
                 }
@@ -404,8 +406,8 @@ final class EthernetConnection implements Connection {
      */
     private void awaitFlush(Duration timeout, @Nullable Duration limit) {
         long start = System.nanoTime();
-        long target = sent;
         checkUsable("flush");
+        long target = syncTarget();
         if (acked >= target) {
             return;
         }
@@ -457,6 +459,30 @@ final class EthernetConnection implements Connection {
         }
     }
 
+    /**
+     * The sequence number a flush waits for, asking the peer to acknowledge it: a SYNC frame sent
+     * now, unless every frame is acknowledged already or the last frame sent is a SYNC (of another
+     * flush). The peer acknowledges nothing else.
+     */
+    private long syncTarget() {
+        sendLock.lock();
+        try {
+            long s = sent;
+            if (acked >= s || lastSync == s) {
+                return s;
+            }
+            checkUsable("flush");
+            long seq = s + 1;
+            EthernetWire.sync(header.clear(), seq);
+            sent = seq;
+            lastSync = seq;
+            send(new ByteBuffer[] {header.nioBuffer()}, "flush");
+            return seq;
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
     private JmscclppException flushTimeout(Duration timeout) {
         return error(ErrorCode.TIMEOUT, "flush", "the peer did not acknowledge every write within "
                 + timeout.toMillis() + " ms (sent " + sent + " frames, " + acked + " acknowledged)");
@@ -465,7 +491,13 @@ final class EthernetConnection implements Connection {
     /** The flush as a subscriber waits for it: completed by the ack thread. */
     private Mono<Void> acknowledged(Duration timeout) {
         return Mono.<Void>create(sink -> {
-            long target = sent;
+            long target;
+            try {
+                target = syncTarget();
+            } catch (JmscclppException e) {
+                sink.error(e);
+                return;
+            }
             // The deadline is kept by the ack thread, which completes the flush too: Reactor's
             // timeout() would arm and disarm a timer on its parallel scheduler for every flush,
             // two wake-ups of another thread per round trip. The ack thread is woken only when

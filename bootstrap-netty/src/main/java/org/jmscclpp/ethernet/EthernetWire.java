@@ -64,18 +64,23 @@ import org.jspecify.annotations.Nullable;
  * <h2>Frames, both directions after the hello</h2>
  * <pre>
  *  offset  width  field
- *       0      1  type: 1 WRITE, 2 TOKEN (dialler to listener); 3 ACK, 4 ERROR, 5 CHALLENGE (listener
- *                 to dialler)
+ *       0      1  type: 1 WRITE, 2 TOKEN, 6 SYNC (dialler to listener); 3 ACK, 4 ERROR, 5 CHALLENGE
+ *                 (listener to dialler)
  *       1      3  reserved, 0
  *       4      4  L = length of the body that follows the header
- *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE and TOKEN;
+ *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE, TOKEN and SYNC;
  *                 for ACK the highest sequence applied (every lower one is applied too)
  *      16      8  region id (WRITE, TOKEN; 0 otherwise)
  *      24      8  offset in the region (WRITE, TOKEN; 0 otherwise)
  *      32      L  body: WRITE the bytes, at most {@value #MAX_CHUNK}; TOKEN the 64-bit value
- *                 (L = 8, offset 8-byte aligned); ACK nothing; ERROR the reason in UTF-8, at most
- *                 {@value #MAX_REASON}; CHALLENGE the listener's nonce and proof (L = {@value #CHALLENGE_BYTES})
+ *                 (L = 8, offset 8-byte aligned); SYNC and ACK nothing; ERROR the reason in UTF-8, at
+ *                 most {@value #MAX_REASON}; CHALLENGE the listener's nonce and proof (L = {@value #CHALLENGE_BYTES})
  * </pre>
+ * The listener acknowledges only when asked: a SYNC frame (which a flush sends) gets an ACK once it
+ * and every frame before it are applied, and WRITE and TOKEN frames get none of their own. So a
+ * stream of writes and signals (a ping-pong, a pipeline that signals its peer) costs the listener
+ * no send and the dialler's ack thread no wake-up; the receiver still reports a rejected frame at
+ * once, with ERROR.
  * A write larger than {@value #MAX_CHUNK} bytes travels as several WRITE frames. A receiver checks
  * each header before taking a byte of its body (known type, zero reserved bytes, length within
  * bounds, region registered here, range inside the region, next sequence number) and on any
@@ -85,7 +90,7 @@ import org.jspecify.annotations.Nullable;
 final class EthernetWire {
 
     static final int MAGIC = 0x54454D4A; // "JMET" read little-endian
-    static final short VERSION = 2;
+    static final short VERSION = 3;
     static final int SECRET_BYTES = 32;
     static final int HELLO_BYTES = 56;
     static final int HEADER_BYTES = 32;
@@ -96,6 +101,7 @@ final class EthernetWire {
     static final byte ACK = 3;
     static final byte ERROR = 4;
     static final byte CHALLENGE = 5;
+    static final byte SYNC = 6;
     /** Body of a CHALLENGE: the listener's nonce, then its proof. */
     static final int CHALLENGE_BYTES = Preamble.NONCE_BYTES + Proofs.BYTES;
     static final String ACCEPT_LABEL = "jmscclpp-ethernet-v2 accept";
@@ -258,6 +264,12 @@ final class EthernetWire {
         return out.writeLongLE(value);
     }
 
+    /** Appends a whole SYNC frame to {@code out}; returns it. */
+    static ByteBuf sync(ByteBuf out, long sequence) {
+        header(out, SYNC, 0, sequence, 0, 0);
+        return out;
+    }
+
     static ByteBuf ack(ByteBufAllocator alloc, long sequence) {
         ByteBuf out = alloc.buffer(HEADER_BYTES);
         header(out, ACK, 0, sequence, 0, 0);
@@ -291,6 +303,7 @@ final class EthernetWire {
             case ACK -> "ACK";
             case ERROR -> "ERROR";
             case CHALLENGE -> "CHALLENGE";
+            case SYNC -> "SYNC";
             default -> "unknown type " + Byte.toUnsignedInt(type);
         };
     }
