@@ -59,8 +59,9 @@ import reactor.core.publisher.MonoSink;
  * the connection with {@link ErrorCode#TIMEOUT} (half a frame may be on the wire by then).
  *
  * <p>{@link #updateAndSync} sends a TOKEN frame, which the peer stores after every earlier frame.
- * {@link #flush} sends a SYNC frame and completes once the peer has acknowledged it, so every frame
- * sent before it (acks carry the highest sequence number applied; the peer sends none unasked). Subscribed to, it completes on the connection's ack thread
+ * {@link #flush} completes once the peer has acknowledged every frame sent before it (acks carry
+ * the highest sequence number applied; the peer sends one only when a frame asks, see
+ * {@link EthernetWire}: frames soon after a flush ask, else the flush sends a SYNC that does). Subscribed to, it completes on the connection's ack thread
  * ({@link EthernetAckReader}), which also fails it at its deadline; blocked on
  * ({@code flush(t).block()}), the blocked caller reads the acks itself. A peer that rejects a frame,
  * dies or closes the socket turns every waiting and later operation into
@@ -71,6 +72,11 @@ final class EthernetConnection implements Connection {
     static final int WRITE_WAIT_SECONDS = 30;
     /** How long the ack thread sleeps at most when no flush deadline is nearer. */
     static final long IDLE_TICK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * Frames after a flush that ask for an acknowledgement (ACK_WANTED): a connection that flushes
+     * gets its acks as eagerly as before, one that only writes and signals gets none.
+     */
+    static final long EAGER_FRAMES = 64;
     /** How long {@link #close} waits for the ack thread to end. */
     static final long CLOSE_WAIT_MS = 5_000;
     /**
@@ -100,8 +106,10 @@ final class EthernetConnection implements Connection {
     /** Last sequence number sent (set before its frame's last byte can reach the peer); written under sendLock. */
     private volatile long sent;
     private volatile long acked;
-    /** Sequence of the last SYNC frame sent; written under sendLock. */
-    private long lastSync;
+    /** Highest frame sent that asks for an acknowledgement (a SYNC, or ACK_WANTED); written under sendLock. */
+    private long lastAsked;
+    /** What {@link #sent} was at the latest flush; written under sendLock. */
+    private long flushedAt = -EAGER_FRAMES;
     /** The sequence a blocking flush waits for, 0 when none does. */
     private volatile long blockingTarget;
     /** When the ack thread next looks at the flush deadlines, at the latest (guarded by waiters). */
@@ -224,7 +232,7 @@ final class EthernetConnection implements Connection {
                     frame[1] = slot.hostSegment().asSlice(0, n).asByteBuffer();
                 }
                 long seq = sent + 1;
-                EthernetWire.header(header.clear(), EthernetWire.WRITE, n, seq, region, dstOffset + done);
+                EthernetWire.header(header.clear(), EthernetWire.WRITE, ackFlag(seq), n, seq, region, dstOffset + done);
                 frame[0] = header.nioBuffer();
                 sent = seq;
                 send(frame, phase);
@@ -248,12 +256,24 @@ final class EthernetConnection implements Connection {
             checkUsable(phase);
             localToken.set(newValue);
             long seq = sent + 1;
-            EthernetWire.token(header.clear(), seq, region, dstOffset, newValue);
+            EthernetWire.token(header.clear(), ackFlag(seq), seq, region, dstOffset, newValue);
             sent = seq;
             send(new ByteBuffer[] {header.nioBuffer()}, phase);
         } finally {
             sendLock.unlock();
         }
+    }
+
+    /**
+     * ACK_WANTED for frame {@code seq} when it closely follows a flush (another flush is then
+     * likely to wait for it), else 0. Holding sendLock.
+     */
+    private int ackFlag(long seq) {
+        if (seq - flushedAt <= EAGER_FRAMES) {
+            lastAsked = seq;
+            return EthernetWire.ACK_WANTED;
+        }
+        return 0;
     }
 
     /**
@@ -460,22 +480,24 @@ final class EthernetConnection implements Connection {
     }
 
     /**
-     * The sequence number a flush waits for, asking the peer to acknowledge it: a SYNC frame sent
-     * now, unless every frame is acknowledged already or the last frame sent is a SYNC (of another
-     * flush). The peer acknowledges nothing else.
+     * The sequence number a flush waits for, making sure the peer acknowledges it: the last frame
+     * sent when it asked for an ack (ACK_WANTED, or another flush's SYNC) or is acknowledged
+     * already, else a SYNC frame sent now. The peer acknowledges nothing unasked.
      */
     private long syncTarget() {
         sendLock.lock();
         try {
             long s = sent;
-            if (acked >= s || lastSync == s) {
+            flushedAt = s;
+            if (acked >= s || lastAsked == s) {
                 return s;
             }
             checkUsable("flush");
             long seq = s + 1;
             EthernetWire.sync(header.clear(), seq);
             sent = seq;
-            lastSync = seq;
+            lastAsked = seq;
+            flushedAt = seq;
             send(new ByteBuffer[] {header.nioBuffer()}, "flush");
             return seq;
         } finally {

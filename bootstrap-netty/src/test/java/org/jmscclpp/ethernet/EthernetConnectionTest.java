@@ -418,6 +418,17 @@ class EthernetConnectionTest {
                     // the peer acknowledges the SYNC now: a blocked flush completes on the ack it reads itself
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 2, 0, 0, 0));
                     c.flush(Duration.ofSeconds(10)).block();
+                    // a write soon after a flush asks for its ack itself, so the next flush sends no SYNC
+                    c.write(reg, 0, reg, 0, 64);
+                    var asking = EthernetWire.readHeader(io.netty.buffer.Unpooled.wrappedBuffer(
+                            in.readNBytes(EthernetWire.HEADER_BYTES)));
+                    assertEquals(EthernetWire.WRITE, asking.type());
+                    assertEquals(3, asking.sequence());
+                    assertEquals(EthernetWire.ACK_WANTED, asking.reserved());
+                    assertEquals(64, in.readNBytes(64).length);
+                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 3, 0, 0, 0));
+                    c.flush(Duration.ofSeconds(10)).block();
+                    assertEquals(0, in.available(), "no SYNC after a write that asked");
                     reg.close();
                 }
             }

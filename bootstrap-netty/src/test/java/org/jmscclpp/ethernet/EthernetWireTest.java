@@ -359,6 +359,40 @@ class EthernetWireTest {
     }
 
     @Test
+    void aFrameThatAsksIsAcknowledgedAtTheEndOfItsReadWithoutASync() {
+        EmbeddedChannel ch = channel();
+        handshake(ch);
+        ByteBuf w = ALLOC.buffer();
+        EthernetWire.header(w, EthernetWire.WRITE, EthernetWire.ACK_WANTED, 16, 1, region, 0);
+        w.writeBytes(pattern(16, 5));
+        ch.writeInbound(w);
+        List<String> reasons = new ArrayList<>();
+        List<EthernetWire.Header> out = frames(ch, reasons);
+        assertEquals(List.of(), reasons);
+        assertEquals(1, out.size(), "one ACK: " + out);
+        assertEquals(1, out.getFirst().sequence());
+        // a TOKEN that asks after one that did not: one ACK covering both
+        ch.writeInbound(EthernetWire.token(ALLOC.buffer(), 0, 2, region, 64, 7));
+        assertEquals(List.of(), frames(ch, reasons));
+        ch.writeInbound(EthernetWire.token(ALLOC.buffer(), EthernetWire.ACK_WANTED, 3, region, 72, 8));
+        out = frames(ch, reasons);
+        assertEquals(List.of(), reasons);
+        assertEquals(3, out.getFirst().sequence());
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void aFlagOtherThanAckWantedIsRejected() {
+        EmbeddedChannel ch = channel();
+        handshake(ch);
+        ByteBuf w = ALLOC.buffer();
+        EthernetWire.header(w, EthernetWire.WRITE, 2, 16, 1, region, 0);
+        w.writeBytes(pattern(16, 5));
+        ch.writeInbound(w);
+        assertRejected(ch, "non-zero reserved bytes");
+    }
+
+    @Test
     void aSyncWithABodyIsRejected() {
         EmbeddedChannel ch = channel();
         handshake(ch);
