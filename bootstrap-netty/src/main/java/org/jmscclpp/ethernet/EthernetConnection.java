@@ -60,7 +60,8 @@ import reactor.core.publisher.MonoSink;
  *
  * <p>{@link #updateAndSync} sends a TOKEN frame, which the peer stores after every earlier frame.
  * {@link #flush} completes once the peer has acknowledged every frame sent before it (acks carry
- * the highest sequence number applied). Subscribed to, it completes on the connection's ack thread
+ * the highest sequence number applied; the peer sends one only when a frame asks, see
+ * {@link EthernetWire}: frames soon after a flush ask, else the flush sends a SYNC that does). Subscribed to, it completes on the connection's ack thread
  * ({@link EthernetAckReader}), which also fails it at its deadline; blocked on
  * ({@code flush(t).block()}), the blocked caller reads the acks itself. A peer that rejects a frame,
  * dies or closes the socket turns every waiting and later operation into
@@ -71,6 +72,11 @@ final class EthernetConnection implements Connection {
     static final int WRITE_WAIT_SECONDS = 30;
     /** How long the ack thread sleeps at most when no flush deadline is nearer. */
     static final long IDLE_TICK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * Frames after a flush that ask for an acknowledgement (ACK_WANTED): a connection that flushes
+     * gets its acks as eagerly as before, one that only writes and signals gets none.
+     */
+    static final long EAGER_FRAMES = 64;
     /** How long {@link #close} waits for the ack thread to end. */
     static final long CLOSE_WAIT_MS = 5_000;
     /**
@@ -100,6 +106,10 @@ final class EthernetConnection implements Connection {
     /** Last sequence number sent (set before its frame's last byte can reach the peer); written under sendLock. */
     private volatile long sent;
     private volatile long acked;
+    /** Highest frame sent that asks for an acknowledgement (a SYNC, or ACK_WANTED); written under sendLock. */
+    private long lastAsked;
+    /** What {@link #sent} was at the latest flush; written under sendLock. */
+    private long flushedAt = -EAGER_FRAMES;
     /** The sequence a blocking flush waits for, 0 when none does. */
     private volatile long blockingTarget;
     /** When the ack thread next looks at the flush deadlines, at the latest (guarded by waiters). */
@@ -222,7 +232,7 @@ final class EthernetConnection implements Connection {
                     frame[1] = slot.hostSegment().asSlice(0, n).asByteBuffer();
                 }
                 long seq = sent + 1;
-                EthernetWire.header(header.clear(), EthernetWire.WRITE, n, seq, region, dstOffset + done);
+                EthernetWire.header(header.clear(), EthernetWire.WRITE, ackFlag(seq), n, seq, region, dstOffset + done);
                 frame[0] = header.nioBuffer();
                 sent = seq;
                 send(frame, phase);
@@ -246,12 +256,24 @@ final class EthernetConnection implements Connection {
             checkUsable(phase);
             localToken.set(newValue);
             long seq = sent + 1;
-            EthernetWire.token(header.clear(), seq, region, dstOffset, newValue);
+            EthernetWire.token(header.clear(), ackFlag(seq), seq, region, dstOffset, newValue);
             sent = seq;
             send(new ByteBuffer[] {header.nioBuffer()}, phase);
         } finally {
             sendLock.unlock();
         }
+    }
+
+    /**
+     * ACK_WANTED for frame {@code seq} when it closely follows a flush (another flush is then
+     * likely to wait for it), else 0. Holding sendLock.
+     */
+    private int ackFlag(long seq) {
+        if (seq - flushedAt <= EAGER_FRAMES) {
+            lastAsked = seq;
+            return EthernetWire.ACK_WANTED;
+        }
+        return 0;
     }
 
     /**
@@ -280,7 +302,7 @@ final class EthernetConnection implements Connection {
                 long wait = progress + TimeUnit.SECONDS.toNanos(WRITE_WAIT_SECONDS) - now;
                 if (wait <= 0) {
                     fail(error(ErrorCode.TIMEOUT, phase, "the socket to the peer stayed full for " + WRITE_WAIT_SECONDS
-                            + " s (" + (sent - acked) + " frames unacknowledged)"));
+                            + " s (" + sent + " frames sent, " + acked + " acknowledged)"));
                     EthernetAckReader.closeQuietly(socket);
                     throw again(failureOr(phase), phase);
                 }
@@ -404,8 +426,8 @@ final class EthernetConnection implements Connection {
      */
     private void awaitFlush(Duration timeout, @Nullable Duration limit) {
         long start = System.nanoTime();
-        long target = sent;
         checkUsable("flush");
+        long target = syncTarget();
         if (acked >= target) {
             return;
         }
@@ -457,6 +479,32 @@ final class EthernetConnection implements Connection {
         }
     }
 
+    /**
+     * The sequence number a flush waits for, making sure the peer acknowledges it: the last frame
+     * sent when it asked for an ack (ACK_WANTED, or another flush's SYNC) or is acknowledged
+     * already, else a SYNC frame sent now. The peer acknowledges nothing unasked.
+     */
+    private long syncTarget() {
+        sendLock.lock();
+        try {
+            long s = sent;
+            flushedAt = s;
+            if (acked >= s || lastAsked == s) {
+                return s;
+            }
+            checkUsable("flush");
+            long seq = s + 1;
+            EthernetWire.sync(header.clear(), seq);
+            sent = seq;
+            lastAsked = seq;
+            flushedAt = seq;
+            send(new ByteBuffer[] {header.nioBuffer()}, "flush");
+            return seq;
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
     private JmscclppException flushTimeout(Duration timeout) {
         return error(ErrorCode.TIMEOUT, "flush", "the peer did not acknowledge every write within "
                 + timeout.toMillis() + " ms (sent " + sent + " frames, " + acked + " acknowledged)");
@@ -465,7 +513,13 @@ final class EthernetConnection implements Connection {
     /** The flush as a subscriber waits for it: completed by the ack thread. */
     private Mono<Void> acknowledged(Duration timeout) {
         return Mono.<Void>create(sink -> {
-            long target = sent;
+            long target;
+            try {
+                target = syncTarget();
+            } catch (JmscclppException e) {
+                sink.error(e);
+                return;
+            }
             // The deadline is kept by the ack thread, which completes the flush too: Reactor's
             // timeout() would arm and disarm a timer on its parallel scheduler for every flush,
             // two wake-ups of another thread per round trip. The ack thread is woken only when

@@ -25,7 +25,7 @@ import org.jspecify.annotations.Nullable;
  * The listener's end of one {@link EthernetConnection}: runs the handshake of {@link EthernetWire}
  * (hello, challenge, the dialler's proof of the secret; a connection that fails it is closed at
  * once, unread), then reads the WRITE and TOKEN frames, applies each to a buffer registered with this session, and
- * acknowledges what it applied. Every check of a frame happens on its header, before any byte of
+ * acknowledges what it applied when a frame asks (see {@link EthernetWire}). Every check of a frame happens on its header, before any byte of
  * its body is stored; a frame that fails one ends this connection (an ERROR frame with the reason,
  * one log line, close) and leaves memory and every other connection as they were.
  *
@@ -81,6 +81,8 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
     /** Highest sequence applied; event-loop confined. */
     private long applied;
     private long acknowledged;
+    /** Highest frame that asked for an acknowledgement (SYNC, or ACK_WANTED); event-loop confined. */
+    private long ackWanted;
     private @Nullable ExecutorService offload;
     private long offloadBytes;
     private int offloadFrames;
@@ -231,6 +233,20 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
                     + ", offset " + h.offset() + ", " + h.length() + " bytes): " + why);
             return;
         }
+        if (h.type() == EthernetWire.SYNC) {
+            // no body: applied once every frame before it is, then acknowledged
+            expectedSequence++;
+            ackWanted = h.sequence();
+            if (offloadFrames == 0) {
+                applied = h.sequence();
+            } else {
+                submit(ctx, h.sequence(), 0, () -> { });
+            }
+            return;
+        }
+        if ((h.reserved() & EthernetWire.ACK_WANTED) != 0) {
+            ackWanted = h.sequence();
+        }
         EthernetSession.Region r = session.region(h.region());
         type = h.type();
         sequence = h.sequence();
@@ -249,14 +265,18 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
 
     /** Why a header is refused, or null. */
     private @Nullable String check(EthernetWire.Header h) {
-        if (h.type() != EthernetWire.WRITE && h.type() != EthernetWire.TOKEN) {
-            return "a dialler sends WRITE and TOKEN frames only";
+        if (h.type() != EthernetWire.WRITE && h.type() != EthernetWire.TOKEN && h.type() != EthernetWire.SYNC) {
+            return "a dialler sends WRITE, TOKEN and SYNC frames only";
         }
-        if (h.reserved() != 0) {
+        if ((h.reserved() & ~EthernetWire.ACK_WANTED) != 0) {
             return "non-zero reserved bytes";
         }
         if (h.sequence() != expectedSequence) {
             return "sequence number " + h.sequence() + ", expected " + expectedSequence;
+        }
+        if (h.type() == EthernetWire.SYNC) {
+            return h.length() == 0 && h.region() == 0 && h.offset() == 0 ? null
+                    : "a SYNC has no body, region or offset";
         }
         if (h.type() == EthernetWire.WRITE && (h.length() <= 0 || h.length() > EthernetWire.MAX_CHUNK)) {
             return "a WRITE body is 1 to " + EthernetWire.MAX_CHUNK + " bytes";
@@ -401,8 +421,9 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         acknowledge(ctx);
     }
 
+    /** Acknowledges what is applied once the latest frame that asked for it is applied. */
     private void acknowledge(ChannelHandlerContext ctx) {
-        if (state != State.DEAD && applied > acknowledged) {
+        if (state != State.DEAD && ackWanted > acknowledged && applied >= ackWanted) {
             acknowledged = applied;
             ctx.writeAndFlush(EthernetWire.ack(ctx.alloc(), applied));
         }

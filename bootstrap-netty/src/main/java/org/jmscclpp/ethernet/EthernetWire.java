@@ -64,18 +64,27 @@ import org.jspecify.annotations.Nullable;
  * <h2>Frames, both directions after the hello</h2>
  * <pre>
  *  offset  width  field
- *       0      1  type: 1 WRITE, 2 TOKEN (dialler to listener); 3 ACK, 4 ERROR, 5 CHALLENGE (listener
- *                 to dialler)
- *       1      3  reserved, 0
+ *       0      1  type: 1 WRITE, 2 TOKEN, 6 SYNC (dialler to listener); 3 ACK, 4 ERROR, 5 CHALLENGE
+ *                 (listener to dialler)
+ *       1      1  flags: bit 0 ACK_WANTED (WRITE, TOKEN); other bits 0
+ *       2      2  reserved, 0
  *       4      4  L = length of the body that follows the header
- *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE and TOKEN;
+ *       8      8  sequence number: 1, 2, 3, ... per connection, one per WRITE, TOKEN and SYNC;
  *                 for ACK the highest sequence applied (every lower one is applied too)
  *      16      8  region id (WRITE, TOKEN; 0 otherwise)
  *      24      8  offset in the region (WRITE, TOKEN; 0 otherwise)
  *      32      L  body: WRITE the bytes, at most {@value #MAX_CHUNK}; TOKEN the 64-bit value
- *                 (L = 8, offset 8-byte aligned); ACK nothing; ERROR the reason in UTF-8, at most
- *                 {@value #MAX_REASON}; CHALLENGE the listener's nonce and proof (L = {@value #CHALLENGE_BYTES})
+ *                 (L = 8, offset 8-byte aligned); SYNC and ACK nothing; ERROR the reason in UTF-8, at
+ *                 most {@value #MAX_REASON}; CHALLENGE the listener's nonce and proof (L = {@value #CHALLENGE_BYTES})
  * </pre>
+ * The listener acknowledges only when asked, at the end of the read that applied the frame that
+ * asked (every lower sequence is applied too): a SYNC frame asks, and so does a WRITE or TOKEN with
+ * ACK_WANTED. The dialler sets ACK_WANTED on the frames that follow a flush closely (within
+ * {@code EthernetConnection#EAGER_FRAMES} frames of the last one), where another flush is likely
+ * to wait for them, so that flush needs no SYNC of its own and its ack is on its way as soon as the
+ * data is in; a flush whose last frame did not ask sends a SYNC. A stream of writes and signals with
+ * no flush (a ping-pong, a pipeline that signals its peer) thus costs the listener no send and the
+ * dialler's ack thread no wake-up. A rejected frame is still reported at once, with ERROR.
  * A write larger than {@value #MAX_CHUNK} bytes travels as several WRITE frames. A receiver checks
  * each header before taking a byte of its body (known type, zero reserved bytes, length within
  * bounds, region registered here, range inside the region, next sequence number) and on any
@@ -85,7 +94,7 @@ import org.jspecify.annotations.Nullable;
 final class EthernetWire {
 
     static final int MAGIC = 0x54454D4A; // "JMET" read little-endian
-    static final short VERSION = 2;
+    static final short VERSION = 3;
     static final int SECRET_BYTES = 32;
     static final int HELLO_BYTES = 56;
     static final int HEADER_BYTES = 32;
@@ -96,6 +105,9 @@ final class EthernetWire {
     static final byte ACK = 3;
     static final byte ERROR = 4;
     static final byte CHALLENGE = 5;
+    static final byte SYNC = 6;
+    /** Flag in a WRITE or TOKEN header: acknowledge once this frame is applied. */
+    static final int ACK_WANTED = 1;
     /** Body of a CHALLENGE: the listener's nonce, then its proof. */
     static final int CHALLENGE_BYTES = Preamble.NONCE_BYTES + Proofs.BYTES;
     static final String ACCEPT_LABEL = "jmscclpp-ethernet-v2 accept";
@@ -238,7 +250,12 @@ final class EthernetWire {
     // ---- frames
 
     static void header(ByteBuf out, byte type, int length, long sequence, long region, long offset) {
-        out.writeByte(type).writeByte(0).writeShortLE(0).writeIntLE(length)
+        header(out, type, 0, length, sequence, region, offset);
+    }
+
+    /** A header with {@code flags} ({@link #ACK_WANTED} or 0) in its first reserved byte. */
+    static void header(ByteBuf out, byte type, int flags, int length, long sequence, long region, long offset) {
+        out.writeByte(type).writeByte(flags).writeShortLE(0).writeIntLE(length)
                 .writeLongLE(sequence).writeLongLE(region).writeLongLE(offset);
     }
 
@@ -254,8 +271,19 @@ final class EthernetWire {
 
     /** Appends a whole TOKEN frame to {@code out}; returns it. */
     static ByteBuf token(ByteBuf out, long sequence, long region, long offset, long value) {
-        header(out, TOKEN, Long.BYTES, sequence, region, offset);
+        return token(out, 0, sequence, region, offset, value);
+    }
+
+    /** Appends a whole TOKEN frame with {@code flags} to {@code out}; returns it. */
+    static ByteBuf token(ByteBuf out, int flags, long sequence, long region, long offset, long value) {
+        header(out, TOKEN, flags, Long.BYTES, sequence, region, offset);
         return out.writeLongLE(value);
+    }
+
+    /** Appends a whole SYNC frame to {@code out}; returns it. */
+    static ByteBuf sync(ByteBuf out, long sequence) {
+        header(out, SYNC, 0, sequence, 0, 0);
+        return out;
     }
 
     static ByteBuf ack(ByteBufAllocator alloc, long sequence) {
@@ -291,6 +319,7 @@ final class EthernetWire {
             case ACK -> "ACK";
             case ERROR -> "ERROR";
             case CHALLENGE -> "CHALLENGE";
+            case SYNC -> "SYNC";
             default -> "unknown type " + Byte.toUnsignedInt(type);
         };
     }

@@ -399,9 +399,36 @@ class EthernetConnectionTest {
                     IllegalStateException limit = assertThrows(IllegalStateException.class,
                             () -> c.flush(Duration.ofSeconds(30)).block(Duration.ofMillis(100)));
                     assertTrue(limit.getMessage().startsWith("Timeout on blocking read"), limit.getMessage());
-                    // the peer acknowledges now: a blocked flush completes on the ack it reads itself
+                    // what the peer got: the WRITE, then one SYNC that every flush above waited for
+                    // (the later flushes found the last frame sent already a SYNC and sent none)
+                    var in = peer.getInputStream();
+                    var write = EthernetWire.readHeader(io.netty.buffer.Unpooled.wrappedBuffer(
+                            in.readNBytes(EthernetWire.HEADER_BYTES)));
+                    assertEquals(EthernetWire.WRITE, write.type());
+                    assertEquals(64, in.readNBytes(64).length);
+                    var sync = EthernetWire.readHeader(io.netty.buffer.Unpooled.wrappedBuffer(
+                            in.readNBytes(EthernetWire.HEADER_BYTES)));
+                    assertEquals(EthernetWire.SYNC, sync.type());
+                    assertEquals(2, sync.sequence());
+                    assertEquals(0, in.available(), "nothing after the SYNC");
+                    // an ack of the WRITE alone completes no flush: it waits for its SYNC
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 1, 0, 0, 0));
+                    assertEquals(ErrorCode.TIMEOUT, assertThrows(JmscclppException.class,
+                            () -> c.flush(Duration.ofMillis(200)).block()).code());
+                    // the peer acknowledges the SYNC now: a blocked flush completes on the ack it reads itself
+                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 2, 0, 0, 0));
                     c.flush(Duration.ofSeconds(10)).block();
+                    // a write soon after a flush asks for its ack itself, so the next flush sends no SYNC
+                    c.write(reg, 0, reg, 0, 64);
+                    var asking = EthernetWire.readHeader(io.netty.buffer.Unpooled.wrappedBuffer(
+                            in.readNBytes(EthernetWire.HEADER_BYTES)));
+                    assertEquals(EthernetWire.WRITE, asking.type());
+                    assertEquals(3, asking.sequence());
+                    assertEquals(EthernetWire.ACK_WANTED, asking.reserved());
+                    assertEquals(64, in.readNBytes(64).length);
+                    peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 3, 0, 0, 0));
+                    c.flush(Duration.ofSeconds(10)).block();
+                    assertEquals(0, in.available(), "no SYNC after a write that asked");
                     reg.close();
                 }
             }

@@ -181,17 +181,20 @@ class EthernetWireTest {
     }
 
     @Test
-    void writesAndTokensLandInOrderAndAreAcknowledged() {
+    void writesAndTokensLandInOrderAndAreAcknowledgedWhenASyncAsks() {
         EmbeddedChannel ch = channel();
         byte[] body = pattern(1000, 1);
         handshake(ch);
         ch.writeInbound(write(1, region, 100, body));
         ch.writeInbound(EthernetWire.token(ALLOC, 2, region, 2048, 0x1122334455667788L));
         List<String> reasons = new ArrayList<>();
+        assertEquals(List.of(), frames(ch, reasons), "writes and tokens get no acknowledgement of their own");
+        ch.writeInbound(EthernetWire.sync(ALLOC.buffer(), 3));
         List<EthernetWire.Header> out = frames(ch, reasons);
         assertEquals(List.of(), reasons);
+        assertEquals(1, out.size(), "one ACK for the SYNC: " + out);
         assertEquals(EthernetWire.ACK, out.getFirst().type());
-        assertEquals(2, out.getLast().sequence(), "everything applied is acknowledged");
+        assertEquals(3, out.getLast().sequence(), "everything applied is acknowledged");
         MemorySegment s = buffer.hostSegment();
         assertEquals(-1, MemorySegment.mismatch(s, 100, 1100, MemorySegment.ofArray(body), 0, 1000));
         assertEquals(0x1122334455667788L, s.get(ValueLayout.JAVA_LONG_UNALIGNED, 2048));
@@ -211,13 +214,14 @@ class EthernetWireTest {
         }
         byte[] challenge = readChallenge(ch);
         ByteBuf all = Unpooled.wrappedBuffer(Unpooled.wrappedBuffer(EthernetHandshakes.proof(session.secret(), hello,
-                challenge)), write(1, region, 7, body), EthernetWire.token(ALLOC, 2, region, 8, 99));
+                challenge)), write(1, region, 7, body), EthernetWire.token(ALLOC, 2, region, 8, 99),
+                EthernetWire.sync(ALLOC.buffer(), 3));
         while (all.isReadable()) {
             ch.writeInbound(all.readRetainedSlice(1));
         }
         all.release();
         List<String> reasons = new ArrayList<>();
-        assertEquals(2, frames(ch, reasons).getLast().sequence());
+        assertEquals(3, frames(ch, reasons).getLast().sequence());
         assertEquals(List.of(), reasons);
         // the token at 8 overwrote bytes 8..15 of the write, after it: order holds
         assertEquals(99L, buffer.hostSegment().get(ValueLayout.JAVA_LONG_UNALIGNED, 8));
@@ -351,6 +355,72 @@ class EthernetWireTest {
         EmbeddedChannel ch = channel();
         handshake(ch);
         ch.writeInbound(Unpooled.wrappedBuffer(EthernetWire.ack(ALLOC, 1)));
-        assertRejected(ch, "WRITE and TOKEN frames only");
+        assertRejected(ch, "WRITE, TOKEN and SYNC frames only");
+    }
+
+    @Test
+    void aFrameThatAsksIsAcknowledgedAtTheEndOfItsReadWithoutASync() {
+        EmbeddedChannel ch = channel();
+        handshake(ch);
+        ByteBuf w = ALLOC.buffer();
+        EthernetWire.header(w, EthernetWire.WRITE, EthernetWire.ACK_WANTED, 16, 1, region, 0);
+        w.writeBytes(pattern(16, 5));
+        ch.writeInbound(w);
+        List<String> reasons = new ArrayList<>();
+        List<EthernetWire.Header> out = frames(ch, reasons);
+        assertEquals(List.of(), reasons);
+        assertEquals(1, out.size(), "one ACK: " + out);
+        assertEquals(1, out.getFirst().sequence());
+        // a TOKEN that asks after one that did not: one ACK covering both
+        ch.writeInbound(EthernetWire.token(ALLOC.buffer(), 0, 2, region, 64, 7));
+        assertEquals(List.of(), frames(ch, reasons));
+        ch.writeInbound(EthernetWire.token(ALLOC.buffer(), EthernetWire.ACK_WANTED, 3, region, 72, 8));
+        out = frames(ch, reasons);
+        assertEquals(List.of(), reasons);
+        assertEquals(3, out.getFirst().sequence());
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void aFlagOtherThanAckWantedIsRejected() {
+        EmbeddedChannel ch = channel();
+        handshake(ch);
+        ByteBuf w = ALLOC.buffer();
+        EthernetWire.header(w, EthernetWire.WRITE, 2, 16, 1, region, 0);
+        w.writeBytes(pattern(16, 5));
+        ch.writeInbound(w);
+        assertRejected(ch, "non-zero reserved bytes");
+    }
+
+    @Test
+    void aSyncWithABodyIsRejected() {
+        EmbeddedChannel ch = channel();
+        handshake(ch);
+        ByteBuf bad = ALLOC.buffer();
+        EthernetWire.header(bad, EthernetWire.SYNC, 0, 1, region, 0);
+        ch.writeInbound(bad);
+        assertRejected(ch, "a SYNC has no body, region or offset");
+    }
+
+    @Test
+    void aSyncAfterAnOffloadedWriteIsAcknowledgedOnlyOnceTheWriteIsApplied() {
+        session.forceDevicePaths(true);
+        EmbeddedChannel ch = channel();
+        byte[] body = pattern(3000, 3);
+        handshake(ch);
+        ch.writeInbound(write(1, region, 0, body));
+        ch.writeInbound(EthernetWire.sync(ALLOC.buffer(), 2));
+        List<String> reasons = new ArrayList<>();
+        List<EthernetWire.Header> out = new ArrayList<>();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (out.isEmpty() && System.nanoTime() < until) {
+            ch.runPendingTasks();   // the apply thread's completion runs on the channel's loop
+            out.addAll(frames(ch, reasons));
+            Thread.onSpinWait();
+        }
+        assertEquals(List.of(), reasons);
+        assertEquals(2, out.getFirst().sequence(), "the SYNC is acknowledged with the write before it");
+        assertEquals(-1, MemorySegment.mismatch(buffer.hostSegment(), 0, 3000, MemorySegment.ofArray(body), 0, 3000));
+        ch.finishAndReleaseAll();
     }
 }
