@@ -210,7 +210,8 @@ final class SharedMemoryFiles {
             try {
                 Files.deleteIfExists(f);
             } catch (IOException | RuntimeException e) {
-                // Nobody is left to throw to; say which file stays behind so an operator can remove it.
+                // Nobody is left to throw to; say which file stays behind so an operator can remove it. Printed,
+                // not logged: java.util.logging's own shutdown hook may already have removed every handler.
                 System.err.println("jmscclpp: could not delete shared-memory file " + f + " at exit: " + e);
             }
         }
