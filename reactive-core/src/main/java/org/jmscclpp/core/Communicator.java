@@ -1,20 +1,14 @@
 package org.jmscclpp.core;
 
-import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.EnumMap;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.IntFunction;
-import org.jmscclpp.core.log.Log;
-import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
@@ -69,8 +63,6 @@ import reactor.core.publisher.Sinks;
  */
 public final class Communicator implements AutoCloseable {
 
-    private static final System.Logger LOG = Log.logger(Communicator.class, Subsystem.INIT);
-
     /** Largest communicator tag. */
     public static final int MAX_TAG = (1 << 24) - 1;
     private static final int TAG_SPACE = 0x4A000000;
@@ -102,8 +94,6 @@ public final class Communicator implements AutoCloseable {
 
     /** A communicator for the ranks of {@code bootstrap}, moving memory of {@code backend}. */
     public static Communicator create(Bootstrap bootstrap, Backend backend) {
-        LOG.log(Level.DEBUG, "rank {0}: communicator of {1} ranks on the {2} backend", bootstrap.rank(),
-                bootstrap.size(), backend.name());
         return new Communicator(bootstrap, backend);
     }
 
@@ -259,14 +249,10 @@ public final class Communicator implements AutoCloseable {
                 batch = new ArrayList<>(queued);
                 queued.clear();
             }
-            long start = System.nanoTime();
-            long deadline = start + timeout.toNanos();
+            long deadline = System.nanoTime() + timeout.toNanos();
             return Flux.fromIterable(batch).concatMap(s -> s.runSend(deadline))
                     .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runReceive(deadline)))
                     .then()
-                    .doOnSuccess(v -> LOG.log(Level.DEBUG, () -> String.format(Locale.ROOT,
-                            "rank %d: setup ran %d steps in %.1f ms", rank(), batch.size(),
-                            (System.nanoTime() - start) / 1e6)))
                     .doOnError(e -> batch.forEach(s -> s.fail(e)))
                     .doOnCancel(() -> batch.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED,
                             "setup was cancelled before this step finished").rank(rank()).peer(s.peer).tag(s.tag)
@@ -348,14 +334,10 @@ public final class Communicator implements AutoCloseable {
             Map<Integer, Mono<Connection>> connections = new HashMap<>();
             Map<Integer, Mono<RegisteredMemory>> memories = new HashMap<>();
             List<Integer> peers = new ArrayList<>();
-            Set<Transport> transports = EnumSet.noneOf(Transport.class);
-            long start = System.nanoTime();
             for (int p = 0; p < size(); p++) {
                 if (p != rank()) {
                     peers.add(p);
-                    EndpointConfig config = configForPeer.apply(p);
-                    transports.add(config.transport());
-                    connections.put(p, connectOnSetup(p, tag, config));
+                    connections.put(p, connectOnSetup(p, tag, configForPeer.apply(p)));
                     sendMemoryOnSetup(local, p, tag);
                     memories.put(p, recvMemoryOnSetup(p, tag));
                 }
@@ -364,10 +346,7 @@ public final class Communicator implements AutoCloseable {
                     .flatMap(p -> connections.get(p).flatMap(c -> buildSemaphore(c, timeout)))
                     .collectList())
                     .flatMap(semaphores -> Flux.fromIterable(peers).flatMapSequential(memories::get).collectList()
-                            .map(mems -> new Mesh(rank(), peers, semaphores, mems)))
-                    .doOnSuccess(m -> LOG.log(Level.INFO, () -> String.format(Locale.ROOT,
-                            "rank %d: mesh connected: %d peers over %s (tag %d) in %.1f ms", rank(), peers.size(),
-                            transports, tag, (System.nanoTime() - start) / 1e6)));
+                            .map(mems -> new Mesh(rank(), peers, semaphores, mems)));
         });
     }
 
@@ -636,10 +615,7 @@ public final class Communicator implements AutoCloseable {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before sending the local endpoint");
                 }
                 ConnectionContext context = new ConnectionContext(rank(), peer, tag);
-                Connection c = own(session(config.transport(), phase()).connect(mine, remote, context));
-                LOG.log(Level.DEBUG, "rank {0}: connected to rank {1} (tag {2}) over {3}", rank(), peer, tag,
-                        c.transport());
-                return c;
+                return own(session(config.transport(), phase()).connect(mine, remote, context));
             });
         }
     }
