@@ -7,11 +7,11 @@
  * {@link java.lang.System.Logger} and {@code MSCCLPP_DEBUG} is applied.
  */
 module org.jmscclpp.core {
+    // System.Logger's default backend, which MSCCLPP_DEBUG configures (org.jmscclpp.core.log)
+    requires java.logging;
     requires transitive reactor.core;
     requires transitive org.reactivestreams;
     requires static transitive org.jspecify;
-    // System.Logger's default backend, which MSCCLPP_DEBUG configures (org.jmscclpp.core.log)
-    requires java.logging;
 
     exports org.jmscclpp.core;
     exports org.jmscclpp.core.channel;
