@@ -12,7 +12,6 @@
 module org.jmscclpp.nativebridge {
     requires transitive org.jmscclpp.core;
     requires com.sun.jna;
-    requires java.logging;
     requires static org.jspecify;
 
     exports org.jmscclpp.cuda;

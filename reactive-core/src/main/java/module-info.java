@@ -3,9 +3,12 @@
  * channels, semaphores, packets and collectives, and the host backend that runs CPU ranks end to end.
  *
  * <p>{@code org.jmscclpp.core.spi} (what backends and transports implement) is exported to the jmscclpp modules
- * only; an application never needs it.
+ * only; an application never needs it, nor {@code org.jmscclpp.core.log}, where every module gets its
+ * {@link java.lang.System.Logger} and {@code MSCCLPP_DEBUG} is applied.
  */
 module org.jmscclpp.core {
+    // System.Logger's default backend, which MSCCLPP_DEBUG configures (org.jmscclpp.core.log)
+    requires java.logging;
     requires transitive reactor.core;
     requires transitive org.reactivestreams;
     requires static transitive org.jspecify;
@@ -18,6 +21,7 @@ module org.jmscclpp.core {
     exports org.jmscclpp.core.proxy;
     exports org.jmscclpp.core.semaphore;
     exports org.jmscclpp.core.spi to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
+    exports org.jmscclpp.core.log to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
 
     uses org.jmscclpp.core.spi.BackendProvider;
     uses org.jmscclpp.core.spi.LauncherStore.Provider;

@@ -28,6 +28,8 @@ import org.jmscclpp.bootstrap.wire.Preamble;
 import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Sinks;
@@ -48,7 +50,7 @@ import reactor.core.publisher.Sinks;
  */
 final class BootstrapRoot implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(BootstrapRoot.class.getName());
+    private static final System.Logger LOG = Log.logger(BootstrapRoot.class, Subsystem.INIT);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final int CHECK_IN_MAX_FRAME = 4096;
 

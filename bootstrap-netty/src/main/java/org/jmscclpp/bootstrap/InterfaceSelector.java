@@ -20,6 +20,8 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,7 +53,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class InterfaceSelector {
 
-    private static final System.Logger LOG = System.getLogger(InterfaceSelector.class.getName());
+    private static final System.Logger LOG = Log.logger(InterfaceSelector.class, Subsystem.INIT);
 
     /** Name of the environment variable an options-based list comes from, used in messages. */
     static final String IFNAME_ENV = "MSCCLPP_SOCKET_IFNAME";

@@ -24,6 +24,8 @@ import org.jmscclpp.bootstrap.wire.Preamble;
 import org.jmscclpp.bootstrap.wire.PreambleHandler;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class PeerLinks {
 
-    private static final System.Logger LOG = System.getLogger(PeerLinks.class.getName());
+    private static final System.Logger LOG = Log.logger(PeerLinks.class, Subsystem.INIT);
     static final long HANDSHAKE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(
             Long.getLong("jmscclpp.bootstrap.handshakeTimeoutSeconds", 10));
     /**

@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -43,6 +44,8 @@ import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.HostIdentity;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -81,7 +84,7 @@ import reactor.core.publisher.SignalType;
  */
 public final class TcpBootstrap implements Bootstrap {
 
-    private static final System.Logger LOG = System.getLogger(TcpBootstrap.class.getName());
+    private static final System.Logger LOG = Log.logger(TcpBootstrap.class, Subsystem.INIT);
     /** Blocking setup steps (the root's bind) run on virtual threads, never on an event loop. */
     private static final Executor VIRTUAL = r -> Thread.ofVirtual().name("jmscclpp-bootstrap").start(r);
 
@@ -296,11 +299,10 @@ public final class TcpBootstrap implements Bootstrap {
         AddressBook b = Objects.requireNonNull(book, "book");
         crowded = b.crowded();
         SpinThenWait.crowded(b.ranksOnHostOf(rank) > Runtime.getRuntime().availableProcessors());
-        Level level = rank == 0 ? Level.INFO : Level.DEBUG;
-        LOG.log(level, () -> String.format("rank %d of %d: bootstrap ready in %.1f ms (root check-in %.1f ms, "
-                        + "address book %.1f ms, ring %.1f ms) on %s, %d ranks on this host",
-                rank, size, ms(marks[2] - t0), ms(marks[0] - t0), ms(marks[1] - marks[0]), ms(marks[2] - marks[1]),
-                listenAt.getAddress().getHostAddress(), nRanksPerNode()));
+        LOG.log(Level.INFO, () -> String.format(Locale.ROOT, "rank %d: bootstrap init done: rank %d of %d in %.1f ms "
+                        + "(root check-in %.1f ms, address book %.1f ms, ring %.1f ms) on %s, %d ranks on this host",
+                rank, rank, size, ms(marks[2] - t0), ms(marks[0] - t0), ms(marks[1] - marks[0]),
+                ms(marks[2] - marks[1]), listenAt.getAddress().getHostAddress(), nRanksPerNode()));
     }
 
     private static double ms(long nanos) {

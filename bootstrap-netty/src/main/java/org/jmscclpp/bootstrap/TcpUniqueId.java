@@ -16,6 +16,8 @@ import org.jmscclpp.bootstrap.wire.Preamble;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -40,7 +42,7 @@ record TcpUniqueId(InetSocketAddress root, byte[] secret) {
 
     private static final int MAGIC = 0x44494D4A; // "JMID" read little-endian
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final System.Logger LOG = System.getLogger(TcpUniqueId.class.getName());
+    private static final System.Logger LOG = Log.logger(TcpUniqueId.class, Subsystem.INIT);
 
     static TcpUniqueId random(InetSocketAddress root) {
         byte[] secret = new byte[Preamble.SECRET_BYTES];

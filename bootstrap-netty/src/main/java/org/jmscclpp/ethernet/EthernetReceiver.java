@@ -18,6 +18,8 @@ import org.jmscclpp.bootstrap.LingeringClose;
 import org.jmscclpp.bootstrap.wire.Proofs;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 
@@ -40,7 +42,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class EthernetReceiver extends ChannelInboundHandlerAdapter {
 
-    private static final System.Logger LOG = System.getLogger(EthernetReceiver.class.getName());
+    private static final System.Logger LOG = Log.logger(EthernetReceiver.class, Subsystem.NET);
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     static final long OFFLOAD_HIGH = 64L << 20;
     private static final long OFFLOAD_LOW = 16L << 20;

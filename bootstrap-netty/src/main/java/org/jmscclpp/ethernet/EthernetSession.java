@@ -31,6 +31,8 @@ import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Endpoint;
 import org.jmscclpp.core.spi.TransportProvider;
 import org.jspecify.annotations.Nullable;
@@ -50,7 +52,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class EthernetSession implements TransportProvider.Session {
 
-    private static final System.Logger LOG = System.getLogger(EthernetSession.class.getName());
+    private static final System.Logger LOG = Log.logger(EthernetSession.class, Subsystem.NET);
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final AtomicLong NEXT_REGION = new AtomicLong(RANDOM.nextInt() & 0xFFFFL);
 

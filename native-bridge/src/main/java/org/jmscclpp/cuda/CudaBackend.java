@@ -3,6 +3,7 @@ package org.jmscclpp.cuda;
 import static org.jmscclpp.nativebridge.CudaDriver.check;
 
 import com.sun.jna.Native;
+import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -13,7 +14,6 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Connection;
@@ -27,6 +27,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Endpoint;
 import org.jmscclpp.core.spi.HostIdentity;
 import org.jmscclpp.core.spi.IpcTransport;
@@ -85,7 +87,7 @@ public final class CudaBackend implements Backend {
     /** Environment variable choosing {@link Allocation} for {@link #open()}: {@code malloc} or {@code vmm}. */
     public static final String ALLOCATION_ENV = "JMSCCLPP_CUDA_ALLOC";
 
-    private static final Logger LOG = Logger.getLogger(CudaBackend.class.getName());
+    private static final System.Logger LOG = Log.logger(CudaBackend.class, Subsystem.ALLOC);
     private static final TransportFlags IPC = TransportFlags.of(Transport.CUDA_IPC);
     private static final Duration COPY_TIMEOUT = Bootstrap.DEFAULT_TIMEOUT;
     /** How long an import waits for the exporter's descriptor server. */
@@ -764,7 +766,7 @@ public final class CudaBackend implements Backend {
             }
         };
         if (result != CudaDriver.CUDA_SUCCESS) {
-            LOG.warning("releasing " + buffer + " failed: " + CudaDriver.describe(result));
+            LOG.log(Level.WARNING, "releasing " + buffer + " failed: " + CudaDriver.describe(result));
         }
         unretain();
     }

@@ -1,10 +1,12 @@
 package org.jmscclpp.cuda;
 
+import java.lang.System.Logger.Level;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.nativebridge.CudaDriver;
 import org.jspecify.annotations.Nullable;
 
@@ -21,7 +23,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CudaGraph implements AutoCloseable {
 
-    private static final Logger LOG = Logger.getLogger(CudaGraph.class.getName());
+    private static final System.Logger LOG = Log.logger(CudaGraph.class, Subsystem.GRAPH);
     /** {@code CUDA_ERROR_STREAM_CAPTURE_INVALIDATED}: what ending a capture broken by an illegal call returns. */
     private static final int CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
 
@@ -98,7 +100,7 @@ public final class CudaGraph implements AutoCloseable {
         try {
             context.makeCurrent();
         } catch (JmscclppException e) {
-            LOG.warning("cannot end the capture on " + stream.name() + ": " + e.getMessage());
+            LOG.log(Level.WARNING, "cannot end the capture on " + stream.name() + ": " + e.getMessage());
             return;
         }
         long[] graph = new long[1];
@@ -107,7 +109,7 @@ public final class CudaGraph implements AutoCloseable {
             CudaDriver.cuGraphDestroy(graph[0]);
         }
         if (result != CudaDriver.CUDA_SUCCESS && result != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
-            LOG.warning("ending the broken capture on " + stream.name() + ": " + CudaDriver.describe(result));
+            LOG.log(Level.WARNING, "ending the broken capture on " + stream.name() + ": " + CudaDriver.describe(result));
         }
     }
 
@@ -156,7 +158,7 @@ public final class CudaGraph implements AutoCloseable {
         int execResult = CudaDriver.cuGraphExecDestroy(exec);
         int graphResult = CudaDriver.cuGraphDestroy(graph);
         if (execResult != CudaDriver.CUDA_SUCCESS || graphResult != CudaDriver.CUDA_SUCCESS) {
-            LOG.warning("destroying the " + name + " failed: " + CudaDriver.describe(
+            LOG.log(Level.WARNING, "destroying the " + name + " failed: " + CudaDriver.describe(
                     execResult != CudaDriver.CUDA_SUCCESS ? execResult : graphResult));
         }
     }

@@ -1,5 +1,6 @@
 package org.jmscclpp.core;
 
+import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -8,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.BackendProvider;
 
 /**
@@ -15,6 +18,8 @@ import org.jmscclpp.core.spi.BackendProvider;
  * available ({@code cuda} where libcuda loads, else {@code host}) or one by name.
  */
 public final class Backends {
+
+    private static final System.Logger LOG = Log.logger(Backends.class, Subsystem.INIT);
 
     private Backends() {
     }
@@ -49,7 +54,10 @@ public final class Backends {
         for (BackendProvider p : providers()) {
             var reason = p.unavailableReason();
             if (reason.isEmpty()) {
-                return p.open();
+                Backend b = p.open();
+                LOG.log(Level.INFO, "using the {0} backend{1}", p.name(),
+                        reasons.isEmpty() ? "" : " (not available: " + String.join("; ", reasons) + ")");
+                return b;
             }
             reasons.add(p.name() + ": " + reason.get());
         }
@@ -67,7 +75,9 @@ public final class Backends {
                     throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "backend " + name + " cannot run here: "
                             + reason.get()).phase("backend").build();
                 }
-                return p.open();
+                Backend b = p.open();
+                LOG.log(Level.INFO, "using the {0} backend, as asked", name);
+                return b;
             }
             known.add(p.name());
         }

@@ -1,9 +1,14 @@
 package org.jmscclpp.core;
 
+import java.lang.System.Logger.Level;
 import java.util.Collections;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.semaphore.Semaphore;
 
 /**
@@ -11,6 +16,8 @@ import org.jmscclpp.core.semaphore.Semaphore;
  * a semaphore over the connection. The communicator owns all of it and closes it with itself.
  */
 public final class Mesh {
+
+    private static final System.Logger LOG = Log.logger(Mesh.class, Subsystem.INIT);
 
     private final int rank;
     private final List<Integer> peers;
@@ -25,6 +32,16 @@ public final class Mesh {
         }
         for (int i = 0; i < peers.size(); i++) {
             this.memories.put(peers.get(i), memories.get(i));
+        }
+        if (LOG.isLoggable(Level.INFO)) {
+            Set<Transport> transports = EnumSet.noneOf(Transport.class);
+            for (Semaphore s : semaphores) {
+                Connection c = s.connection();
+                transports.add(c.transport());
+                LOG.log(Level.DEBUG, "rank {0}: connected to rank {1} (tag {2}) over {3}", rank,
+                        c.context().remoteRank(), c.context().tag(), c.transport());
+            }
+            LOG.log(Level.INFO, "rank {0}: mesh connected: {1} peers over {2}", rank, peers.size(), transports);
         }
     }
 

@@ -1,5 +1,6 @@
 package org.jmscclpp.testkit;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -8,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.host.HostBackend;
 
@@ -48,10 +50,32 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     public static ChildJvm start(Path log, Class<?> mainClass, String... args) {
+        return start(log, Map.of(), List.of(), mainClass, args);
+    }
+
+    /**
+     * {@link #start(Path, Class, String...)} with {@code env} added to the child's environment (an empty value
+     * removes the variable) and {@code extraClassPath} after this JVM's class path.
+     */
+    public static ChildJvm start(Path log, Map<String, String> env, List<Path> extraClassPath, Class<?> mainClass,
+                                 String... args) {
         List<String> command = command(JVM_FLAGS, mainClass, List.of(args));
+        if (!extraClassPath.isEmpty()) {
+            int cp = command.indexOf("-cp") + 1;
+            StringBuilder path = new StringBuilder(command.get(cp));
+            extraClassPath.forEach(p -> path.append(File.pathSeparator).append(p));
+            command.set(cp, path.toString());
+        }
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         // the child picks its directory from its arguments, never from the environment
         pb.environment().remove(HostBackend.SHM_DIR_ENV);
+        env.forEach((k, v) -> {
+            if (v.isEmpty()) {
+                pb.environment().remove(k);
+            } else {
+                pb.environment().put(k, v);
+            }
+        });
         try {
             return new ChildJvm(pb.start(), log);
         } catch (IOException e) {

@@ -1,5 +1,6 @@
 package org.jmscclpp.bench;
 
+import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -73,6 +74,8 @@ import reactor.core.publisher.Mono;
  */
 public final class CudaProxyBenchRankSample implements Sample {
 
+    private static final System.Logger LOG = System.getLogger(CudaProxyBenchRankSample.class.getName());
+
     /** Idle spin of the platform-thread poller in this bench. */
     static final java.time.Duration PLATFORM_IDLE_SPIN = java.time.Duration.ofMillis(1);
     /** The library's default idle spin (20 µs), kept for the virtual-thread poller. */
@@ -125,7 +128,7 @@ public final class CudaProxyBenchRankSample implements Sample {
         try (TcpBootstrap bs = TcpBootstrap.create(rank, 2, options)) {
             Blocking.done(env.join(bs), options.initTimeout().plusSeconds(5), rank, "initialize");
             try (CudaBackend backend = CudaBackend.open(); Communicator comm = Communicator.create(bs, backend)) {
-                System.err.println("rank " + rank + " on " + backend);
+                LOG.log(Level.INFO, "rank {0}: on {1}", rank, backend);
                 new Measure(bs, comm, backend, o).run();
                 // nobody unmaps while the peer may still use its mappings
                 Blocking.done(bs.barrier(TIMEOUT), TIMEOUT.plusSeconds(5), rank, "final barrier");

@@ -1,6 +1,7 @@
 package org.jmscclpp.bench;
 
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,6 +28,8 @@ import java.util.regex.Pattern;
  * source tree.
  */
 public final class MpiBaseline {
+
+    private static final System.Logger LOG = System.getLogger(MpiBaseline.class.getName());
 
     /** MPI_Allgather of 8 bytes per rank, median µs. */
     public static final String ALLGATHER_8B = "allgather_8B";
@@ -159,7 +162,7 @@ public final class MpiBaseline {
     }
 
     private static Optional<Map<String, Double>> unavailable(String reason) {
-        System.err.println("MPI baseline unavailable: " + reason);
+        LOG.log(Level.WARNING, "MPI baseline unavailable: {0}", reason);
         return Optional.empty();
     }
 

@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -64,6 +65,8 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  */
 public final class Launcher {
+
+    private static final System.Logger LOG = System.getLogger(Launcher.class.getName());
 
     /** One line per log record (time, level, logger, message) instead of java.util.logging's two. */
     static final String LOG_FORMAT = "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n";
@@ -317,8 +320,7 @@ public final class Launcher {
             } catch (RuntimeException e) {
                 // keep draining, or the rank blocks on a full pipe; say it once
                 if (consumerFailed.compareAndSet(false, true)) {
-                    System.err.println("jmscclpp: the output consumer failed; later lines are still offered to it: "
-                            + e);
+                    LOG.log(Level.WARNING, "the output consumer failed; later lines are still offered to it", e);
                 }
             }
         }

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -21,7 +23,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class PreambleHandler extends ByteToMessageDecoder {
 
-    private static final System.Logger LOG = System.getLogger(PreambleHandler.class.getName());
+    private static final System.Logger LOG = Log.logger(PreambleHandler.class, Subsystem.NET);
 
     /** The accepting side's decision on a dialler's well-formed preamble. */
     public interface Acceptor {

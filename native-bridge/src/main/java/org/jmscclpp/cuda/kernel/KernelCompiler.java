@@ -1,6 +1,7 @@
 package org.jmscclpp.cuda.kernel;
 
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -20,10 +21,11 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import java.util.logging.Logger;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.nativebridge.Nvrtc;
 import org.jspecify.annotations.Nullable;
 
@@ -54,7 +56,7 @@ import org.jspecify.annotations.Nullable;
  * </pre>
  * Files are written to a temporary name and moved into place, so a reader sees a whole file or
  * none; a file that fails any check is compiled again and overwritten. Disk trouble never fails a
- * compile: it is logged (one line, {@code java.util.logging}, WARNING) and the result is still
+ * compile: it is logged (one line, {@code System.Logger}, WARNING) and the result is still
  * returned.
  *
  * <p>Thread-safe. Two threads compiling the same program at once may both run NVRTC; both get
@@ -64,7 +66,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class KernelCompiler {
 
-    private static final Logger LOG = Logger.getLogger(KernelCompiler.class.getName());
+    private static final System.Logger LOG = Log.logger(KernelCompiler.class, Subsystem.INIT);
 
     /** Environment variable naming the directory of the disk cache. */
     static final String CACHE_DIR_ENV = "JMSCCLPP_CACHE_DIR";
@@ -223,7 +225,7 @@ public final class KernelCompiler {
         Nvrtc.Output output = Nvrtc.compile(name, source, headers, nvrtcOptions(architecture, userOptions),
                 Nvrtc.Product.CUBIN);
         byte[] cubin = succeeded(name, architecture, output);
-        LOG.info(() -> "compiled " + name + " for " + architecture + " in " + (System.nanoTime() - start) / 1_000_000
+        LOG.log(Level.INFO, () -> "compiled " + name + " for " + architecture + " in " + (System.nanoTime() - start) / 1_000_000
                 + " ms (" + cubin.length + " bytes of cubin" + (output.log().isEmpty() ? "" : ", with log") + ")");
         return new CompiledKernel(name, architecture, cubin, output.log());
     }
@@ -282,7 +284,7 @@ public final class KernelCompiler {
         try {
             long size = Files.size(file);
             if (size > MAX_ENTRY_BYTES) {
-                LOG.warning(() -> "kernel cache: " + file + " is unusable (" + size + " bytes); compiling " + name
+                LOG.log(Level.WARNING, () -> "kernel cache: " + file + " is unusable (" + size + " bytes); compiling " + name
                         + " again");
                 return null;
             }
@@ -290,12 +292,12 @@ public final class KernelCompiler {
         } catch (NoSuchFileException e) {
             return null;
         } catch (IOException | RuntimeException e) {
-            LOG.warning(() -> "kernel cache: cannot read " + file + " (" + e + "); compiling " + name + " again");
+            LOG.log(Level.WARNING, () -> "kernel cache: cannot read " + file + " (" + e + "); compiling " + name + " again");
             return null;
         }
         String problem = checkEntry(bytes, key);
         if (problem != null) {
-            LOG.warning(() -> "kernel cache: " + file + " is unusable (" + problem + "); compiling " + name + " again");
+            LOG.log(Level.WARNING, () -> "kernel cache: " + file + " is unusable (" + problem + "); compiling " + name + " again");
             return null;
         }
         ByteBuffer in = ByteBuffer.wrap(bytes);
@@ -304,7 +306,7 @@ public final class KernelCompiler {
         in.get(log);
         byte[] cubin = new byte[in.getInt()];
         in.get(cubin);
-        LOG.fine(() -> "kernel cache: " + name + " for " + architecture + " from " + file);
+        LOG.log(Level.DEBUG, () -> "kernel cache: " + name + " for " + architecture + " from " + file);
         return new CompiledKernel(name, architecture, cubin, new String(log, StandardCharsets.UTF_8));
     }
 
@@ -377,7 +379,7 @@ public final class KernelCompiler {
             }
             temporary = null;
         } catch (IOException | RuntimeException e) {
-            LOG.warning(() -> "kernel cache: cannot write " + file + " (" + e + ")");
+            LOG.log(Level.WARNING, () -> "kernel cache: cannot write " + file + " (" + e + ")");
         } finally {
             if (temporary != null) {
                 try {

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.collective;
 
+import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -9,6 +10,7 @@ import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -23,6 +25,8 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.TransportFlags;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -40,6 +44,8 @@ import reactor.core.scheduler.Schedulers;
  * {@link #execute}, {@link #checkBuffer}, {@link #registrationTransports} and {@link #release}. SPI for the engines of other modules; not an application API.
  */
 public abstract class AbstractCollectiveComm implements CollectiveComm {
+
+    private static final System.Logger LOG = Log.logger(AbstractCollectiveComm.class, Subsystem.COLL);
 
     /** Bootstrap tags of the registration exchanges and of the departure watch: this prefix | the options' tag. */
     private static final int REGISTRATION_TAGS = 0x4B000000;
@@ -114,6 +120,21 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         this.tuning = options.tuning() != null ? options.tuning() : defaultTuning;
         this.topology = topology;
         this.defaults = new Issuer(CallOptions.defaults());
+    }
+
+    /** The one INFO line of a collective communicator's setup: its engine and algorithms. */
+    static void created(CollectiveComm c, long startNanos) {
+        LOG.log(Level.INFO, () -> String.format(Locale.ROOT, "rank %d: collective comm created in %.1f ms: %d ranks, "
+                        + "%s backend, algorithms %s", c.rank(), (System.nanoTime() - startNanos) / 1e6, c.size(),
+                c.communicator().backend().name(), algorithmNames(c.algorithms())));
+    }
+
+    private static String algorithmNames(List<Algorithm> algorithms) {
+        Map<CollectiveKind, List<String>> names = new EnumMap<>(CollectiveKind.class);
+        for (Algorithm a : algorithms) {
+            names.computeIfAbsent(a.kind(), k -> new ArrayList<>()).add(a.name());
+        }
+        return names.toString();
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -67,7 +67,11 @@ public interface CollectiveComm extends AutoCloseable {
      *         between ranks, TIMEOUT or REMOTE_ERROR from the setup's exchanges
      */
     static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
-        return Mono.defer(() -> CollectiveEngine.forBackend(communicator.backend()).create(communicator, options));
+        return Mono.defer(() -> {
+            CollectiveEngine engine = CollectiveEngine.forBackend(communicator.backend());
+            long start = System.nanoTime();
+            return engine.create(communicator, options).doOnNext(c -> AbstractCollectiveComm.created(c, start));
+        });
     }
 
     int rank();

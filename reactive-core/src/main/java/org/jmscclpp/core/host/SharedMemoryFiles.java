@@ -20,6 +20,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 
 /**
  * The shared-memory files this process created and has not deleted yet, of every
@@ -43,7 +45,7 @@ final class SharedMemoryFiles {
             PosixFilePermissions.asFileAttribute(EnumSet.of(PosixFilePermission.OWNER_READ,
                     PosixFilePermission.OWNER_WRITE));
 
-    private static final System.Logger LOG = System.getLogger(HostBackend.class.getName());
+    private static final System.Logger LOG = Log.logger(SharedMemoryFiles.class, Subsystem.SHM);
 
     private static final Object LOCK = new Object();
     private static final Set<Path> LIVE = new HashSet<>();
@@ -208,7 +210,8 @@ final class SharedMemoryFiles {
             try {
                 Files.deleteIfExists(f);
             } catch (IOException | RuntimeException e) {
-                // Nobody is left to throw to; say which file stays behind so an operator can remove it.
+                // Nobody is left to throw to; say which file stays behind so an operator can remove it. Printed,
+                // not logged: java.util.logging's own shutdown hook may already have removed every handler.
                 System.err.println("jmscclpp: could not delete shared-memory file " + f + " at exit: " + e);
             }
         }

@@ -1,5 +1,6 @@
 package org.jmscclpp.core.proxy;
 
+import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.IdentityHashMap;
@@ -19,6 +20,8 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
@@ -75,6 +78,8 @@ import reactor.util.concurrent.Queues;
  * <p>Registration and lifecycle methods are thread-safe.
  */
 public final class ProxyService implements AutoCloseable {
+
+    private static final System.Logger LOG = Log.logger(ProxyService.class, Subsystem.INIT);
 
     /** The thread the polling loop runs on. */
     public enum Poller {
@@ -292,6 +297,8 @@ public final class ProxyService implements AutoCloseable {
             loop.bind(t);
             thread = t;
             t.start();
+            LOG.log(Level.INFO, "proxy {0} started: {1} poller, fifo of {2} triggers, {3} semaphores", name, poller,
+                    fifo.capacity(), semaphoreCount);
         }
     }
 
@@ -398,8 +405,13 @@ public final class ProxyService implements AutoCloseable {
     /** Runs on the loop's thread as it ends: frees the memory if the service was closed meanwhile. */
     private void loopEnded() {
         boolean free;
+        Thread t;
         synchronized (lock) {
             free = closed;
+            t = thread;
+        }
+        if (t != null) {
+            LOG.log(Level.INFO, "proxy {0} stopped", t.getName());
         }
         if (free) {
             free();

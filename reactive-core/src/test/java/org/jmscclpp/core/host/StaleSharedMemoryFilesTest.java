@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.jmscclpp.core.DeviceBuffer;
@@ -92,8 +93,9 @@ class StaleSharedMemoryFilesTest {
             Path liveName = Files.write(dir.resolve(SharedMemoryHandle.fileName(liveOwner.pid(), liveOwner.start(),
                     ProcessStart.pidNamespace(), "00000000000000dd", 0)), new byte[10]);
 
-            try (ChildJvm next = ChildJvm.start(logs.resolve("next.log"), ShmChild.class, "leak", dir.toString(), "1",
-                    "return")) {
+            // the reclaim is an INFO line of the SHM subsystem: a library prints those only when asked
+            try (ChildJvm next = ChildJvm.start(logs.resolve("next.log"), Map.of("MSCCLPP_DEBUG", "INFO",
+                    "MSCCLPP_DEBUG_SUBSYS", "SHM"), List.of(), ShmChild.class, "leak", dir.toString(), "1", "return")) {
                 assertEquals(0, next.waitFor(CHILD_DEADLINE), next::output);
                 String reclaimed = "reclaimed " + (killedFiles.size() + 2) + " shared-memory files (" + stale
                         + " bytes) in " + dir.toAbsolutePath();

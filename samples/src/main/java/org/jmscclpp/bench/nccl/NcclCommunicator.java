@@ -1,12 +1,12 @@
 package org.jmscclpp.bench.nccl;
 
 import com.sun.jna.Memory;
+import java.lang.System.Logger.Level;
 import java.lang.ref.Reference;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.IntSupplier;
-import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.Waiting;
@@ -48,7 +48,7 @@ public final class NcclCommunicator implements AutoCloseable {
     /** How long {@code ncclCommAbort} may take before the communicator is left behind (logged). */
     static final Duration ABORT_GRACE = Duration.ofSeconds(10);
 
-    private static final Logger LOG = Logger.getLogger(NcclCommunicator.class.getName());
+    private static final System.Logger LOG = System.getLogger(NcclCommunicator.class.getName());
 
     private final CudaBackend backend;
     private final CudaContext context;
@@ -138,7 +138,7 @@ public final class NcclCommunicator implements AutoCloseable {
             throw invalid("init", rank, "the CUDA backend is closed");
         }
         if (!"0".equals(System.getenv("NCCL_NVLS_ENABLE"))) {
-            LOG.warning("NCCL_NVLS_ENABLE is not 0 in this process: on hosts with NVLink multicast NCCL may use it;"
+            LOG.log(Level.WARNING, "NCCL_NVLS_ENABLE is not 0 in this process: on hosts with NVLink multicast NCCL may use it;"
                     + " start the process with NCCL_NVLS_ENABLE=0 where multicast must stay off");
         }
         long deadline = Waiting.deadline(timeout);
@@ -315,12 +315,12 @@ public final class NcclCommunicator implements AutoCloseable {
             context.makeCurrent();
             int result = Nccl.ncclCommDestroy(comm);
             if (result != Nccl.SUCCESS) {
-                LOG.warning("rank " + rank + ": ncclCommDestroy failed: " + describe(result, comm));
+                LOG.log(Level.WARNING, "rank " + rank + ": ncclCommDestroy failed: " + describe(result, comm));
             }
             backend.unretain();
         } catch (JmscclppException e) {
             // finish() aborted the communicator already
-            LOG.warning("rank " + rank + ": closing the NCCL communicator failed, aborted it: " + e.getMessage());
+            LOG.log(Level.WARNING, "rank " + rank + ": closing the NCCL communicator failed, aborted it: " + e.getMessage());
         }
     }
 
@@ -424,7 +424,7 @@ public final class NcclCommunicator implements AutoCloseable {
             }
             int result = Nccl.ncclCommAbort(comm);
             if (result != Nccl.SUCCESS) {
-                LOG.warning("rank " + rank + ": ncclCommAbort failed: " + describe(result, comm));
+                LOG.log(Level.WARNING, "rank " + rank + ": ncclCommAbort failed: " + describe(result, comm));
             }
         });
         try {
@@ -434,7 +434,7 @@ public final class NcclCommunicator implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        LOG.warning("rank " + rank + ": ncclCommAbort did not return within " + ABORT_GRACE
+        LOG.log(Level.WARNING, "rank " + rank + ": ncclCommAbort did not return within " + ABORT_GRACE
                 + "; the communicator and its GPU context are left behind");
         return false;
     }

@@ -42,6 +42,8 @@ class AllReduceAppTest {
         assertTrue(core.isExported("org.jmscclpp.core.collective", me));
         assertFalse(core.isExported("org.jmscclpp.core.spi", me), "the SPI is for the jmscclpp modules only");
         assertTrue(core.isExported("org.jmscclpp.core.spi", CudaBackend.class.getModule()));
+        assertFalse(core.isExported("org.jmscclpp.core.log", me), "the logging helper is for the jmscclpp modules");
+        assertTrue(core.isExported("org.jmscclpp.core.log", TcpBootstrap.class.getModule()));
         assertFalse(TcpBootstrap.class.getModule().isExported("org.jmscclpp.ethernet", me));
         assertFalse(CudaBackend.class.getModule().isExported("org.jmscclpp.nativebridge", me));
     }
