@@ -60,28 +60,6 @@ public final class BenchArgs {
     }
 
     /**
-     * The value of the option at {@code args[i]}, which options and values alternate in.
-     *
-     * @throws IllegalArgumentException when the option is the last argument
-     */
-    public static String value(List<String> args, int i) {
-        if (i + 1 >= args.size()) {
-            throw new IllegalArgumentException(args.get(i) + " needs a value");
-        }
-        return args.get(i + 1);
-    }
-
-    /** {@code v} as an integer of at least {@code least}; otherwise an {@link IllegalArgumentException}. */
-    public static int count(String opt, String v, int least) {
-        return SampleArgs.count(opt, v, least);
-    }
-
-    /** {@code v} as an integer from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException}. */
-    public static int count(String opt, String v, int least, int most) {
-        return SampleArgs.count(opt, v, least, most);
-    }
-
-    /**
      * Checks the {@code --min}/{@code --max} size range of a bandwidth bench: {@code min} at least
      * one word (a transfer's stamp), {@code max} not below it; otherwise an
      * {@link IllegalArgumentException}.
