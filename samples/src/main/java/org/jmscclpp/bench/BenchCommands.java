@@ -40,8 +40,8 @@ public final class BenchCommands {
         return List.of(
                 new Bench("bootstrap", BootstrapBench.Args::new, BootstrapBench::run),
                 new Bench("write", WriteBenchRankSample.Args::new, WriteBench::run),
-                new Bench("ethernet", EthernetBenchRankSample.Args::new, EthernetBench::run),
                 new Bench("proxy", ProxyBench.Args::new, ProxyBench::run),
+                new Bench("ethernet", EthernetBenchRankSample.Args::new, EthernetBench::run),
                 new Bench("coll", CollOptions.Args::new, CollBench::run),
                 new Bench("plot", CollBench.PlotArgs::new, CollBench::plot),
                 new Bench("tune", TuneCommand.Args::new, TuneCommand::run));
