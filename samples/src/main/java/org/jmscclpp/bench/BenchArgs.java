@@ -12,9 +12,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The options of the benchmarks, read the same way by a benchmark's command
- * ({@code jmscclpp bench write}) and by its rank sample ({@code bench-write-rank}): a parser
- * throws {@link IllegalArgumentException} naming the option, which the command prints with its
- * synopsis and the rank reports as {@link ErrorCode#INVALID_USAGE}.
+ * ({@code jmscclpp bench write}) and by its rank sample ({@code bench-write-rank}) from one picocli
+ * class ({@link SampleArgs#parse(Object, List)}): a parser throws {@link IllegalArgumentException}
+ * naming the option, which the command prints with its synopsis and the rank reports as
+ * {@link ErrorCode#INVALID_USAGE}.
  */
 public final class BenchArgs {
 

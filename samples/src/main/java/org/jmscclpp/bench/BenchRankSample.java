@@ -8,8 +8,6 @@ import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Bootstrap;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.Sample;
 import org.jmscclpp.samples.SampleArgs;

@@ -303,7 +303,7 @@ public final class CollBench {
      * Rank 0's result lines as they come, printed in nccl-tests' way: the header and each size's row
      * on {@code out} as soon as the size is done (its rows of every implementation and placement have
      * come, which the next size's first row or the overhead line tells), flushed; on long sweeps a
-     * progress line on {@code err} every {@link #PROGRESS_EVERY}; the summary at the end. The whole
+     * progress line on {@code err} every {@link CollBench#PROGRESS_EVERY}; the summary at the end. The whole
      * output is {@link CollTable#render} of the final report.
      */
     private static final class Streamed {

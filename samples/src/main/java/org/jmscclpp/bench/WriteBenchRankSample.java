@@ -23,7 +23,6 @@ import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.samples.Blocking;
-import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Sample;
 import org.jmscclpp.samples.SampleArgs;

@@ -5,7 +5,6 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
-import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
@@ -78,7 +77,7 @@ public final class SampleArgs {
         }
     }
 
-    /** {@code v} if it lies from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException} naming {@code opt}. */
+    /** {@code v} if it lies from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException} naming it. */
     public static long range(String opt, long v, long least, long most) {
         if (v >= least && v <= most) {
             return v;
@@ -114,7 +113,7 @@ public final class SampleArgs {
                 .build();
     }
 
-    /** A byte count: digits with an optional K, M or G (powers of 1024) and an optional B or iB ({@link ByteSizes#parse}). */
+    /** A byte count: digits, an optional K, M or G (powers of 1024), an optional B or iB ({@link ByteSizes#parse}). */
     public static final class Bytes implements ITypeConverter<Long> {
         @Override
         public Long convert(String value) {
@@ -176,10 +175,5 @@ public final class SampleArgs {
                 throw new TypeConversionException(e.detail());
             }
         }
-    }
-
-    /** {@code value} unless it is null, then {@code otherwise}. */
-    static <T> T or(@Nullable T value, T otherwise) {
-        return value != null ? value : otherwise;
     }
 }

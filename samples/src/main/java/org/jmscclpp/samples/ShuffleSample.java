@@ -25,6 +25,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.DataType;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -356,7 +357,7 @@ public final class ShuffleSample implements Sample {
         long seed = DEFAULT_SEED;
         @Option(names = "--corrupt", paramLabel = "R", hidden = true,
                 description = "rank R corrupts one record it sends (tests the check)")
-        int corrupt = -1;
+        @Nullable Integer corrupt;
 
         @Override
         public void check() {
@@ -364,7 +365,7 @@ public final class ShuffleSample implements Sample {
                 throw new IllegalArgumentException("--backend is one of host, cuda, got '" + backend + "'");
             }
             SampleArgs.range("--records", records, 1, MAX_RECORDS);
-            if (corrupt != -1) {
+            if (corrupt != null) {
                 SampleArgs.range("--corrupt", corrupt, 0, Integer.MAX_VALUE);
             }
         }
@@ -372,7 +373,8 @@ public final class ShuffleSample implements Sample {
 
     static Options parse(List<String> list) {
         Args a = SampleArgs.parse(NAME, new Args(), list);
-        return new Options(a.backend, a.records, a.seed, a.corrupt);
+        Integer corrupt = a.corrupt;
+        return new Options(a.backend, a.records, a.seed, corrupt != null ? corrupt : -1);
     }
 
     @Override

@@ -18,6 +18,7 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import reactor.core.publisher.Flux;
@@ -308,9 +309,9 @@ public final class TrainStepSample implements Sample {
         int buckets = 8;
         @Option(names = "--bucket-floats", paramLabel = "F", converter = SampleArgs.Count.class,
                 description = "floats per bucket, K/M suffixes (default: 1M on cuda, less on host)")
-        long floats = -1;
+        @Nullable Long floats;
         @Option(names = "--passes", paramLabel = "P", description = "FMA passes of the compute per bucket")
-        int passes = -1;
+        @Nullable Integer passes;
         @Option(names = "--steps", paramLabel = "S", description = "training steps (default: 5)")
         int steps = 5;
         @Option(names = "--op", paramLabel = "avg|sum", converter = SampleArgs.Reduction.class,
@@ -323,10 +324,10 @@ public final class TrainStepSample implements Sample {
                 throw new IllegalArgumentException("--backend is one of cuda, host, got '" + backend + "'");
             }
             SampleArgs.range("--buckets", buckets, 1, MAX_BUCKETS);
-            if (floats != -1) {
+            if (floats != null) {
                 SampleArgs.range("--bucket-floats", floats, 1, MAX_FLOATS);
             }
-            if (passes != -1) {
+            if (passes != null) {
                 SampleArgs.range("--passes", passes, 0, 1 << 20);
             }
             SampleArgs.range("--steps", steps, 1, 10_000);
@@ -341,14 +342,16 @@ public final class TrainStepSample implements Sample {
         }
 
         long bucketFloats(boolean host) {
-            return floats >= 0 ? floats : host ? HOST_BUCKET_FLOATS : GPU_BUCKET_FLOATS;
+            Long f = floats;
+            return f != null ? f : host ? HOST_BUCKET_FLOATS : GPU_BUCKET_FLOATS;
         }
     }
 
     static Options parse(List<String> list) {
         Args a = SampleArgs.parse(NAME, new Args(), list);
         boolean host = a.backend.equals("host");
-        return new Options(a.backend, a.buckets, a.bucketFloats(host), a.passes >= 0 ? a.passes
+        Integer passes = a.passes;
+        return new Options(a.backend, a.buckets, a.bucketFloats(host), passes != null ? passes
                 : host ? HOST_PASSES : GPU_PASSES, a.steps, a.op);
     }
 

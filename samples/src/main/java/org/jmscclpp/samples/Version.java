@@ -32,7 +32,7 @@ public final class Version implements IVersionProvider {
 
     @Override
     public String[] getVersion() {
-        return new String[] {"jmscclpp " + get(), "Java " + Runtime.version() + " (" + System.getProperty("java.vm.name")
-                + ")"};
+        return new String[] {"jmscclpp " + get(),
+                "Java " + Runtime.version() + " (" + System.getProperty("java.vm.name") + ")"};
     }
 }

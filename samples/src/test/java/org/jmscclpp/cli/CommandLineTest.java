@@ -81,7 +81,8 @@ class CommandLineTest {
                 new Bad(List.of("bench", "coll", "--bogus"), "Unknown option: '--bogus'"),
                 new Bad(List.of("bench", "coll", "-n"), "Missing required parameter for option '--iters'"),
                 new Bad(List.of("bench", "coll", "-n", "lots"), "Invalid value for option '--iters'"),
-                new Bad(List.of("bench", "coll", "allreduce", "allgather"), "Unmatched argument at index 1: 'allgather'"),
+                new Bad(List.of("bench", "coll", "allreduce", "allgather"),
+                        "Unmatched argument at index 1: 'allgather'"),
                 new Bad(List.of("bench", "coll", "allreduce", "--coll", "allgather"), "two collectives"),
                 new Bad(List.of("bench", "coll", "-g", "2"), "each rank process drives one GPU, so -g (GPUs per"
                         + " thread) takes only 1; for 2 GPUs run --ranks 2"),
