@@ -12,9 +12,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The options of the benchmarks, read the same way by a benchmark's command
- * ({@code jmscclpp bench write}) and by its rank sample ({@code bench-write-rank}): a parser
- * throws {@link IllegalArgumentException} naming the option, which the command prints with its
- * synopsis and the rank reports as {@link ErrorCode#INVALID_USAGE}.
+ * ({@code jmscclpp bench write}) and by its rank sample ({@code bench-write-rank}) from one picocli
+ * class ({@link SampleArgs#parse(Object, List)}): a parser throws {@link IllegalArgumentException}
+ * naming the option, which the command prints with its synopsis and the rank reports as
+ * {@link ErrorCode#INVALID_USAGE}.
  */
 public final class BenchArgs {
 
@@ -57,28 +58,6 @@ public final class BenchArgs {
     /** The error of a rank sample's bad arguments: {@link ErrorCode#INVALID_USAGE}, naming the sample. */
     public static JmscclppException usage(String sample, String detail) {
         return SampleArgs.usage(sample, detail);
-    }
-
-    /**
-     * The value of the option at {@code args[i]}, which options and values alternate in.
-     *
-     * @throws IllegalArgumentException when the option is the last argument
-     */
-    public static String value(List<String> args, int i) {
-        if (i + 1 >= args.size()) {
-            throw new IllegalArgumentException(args.get(i) + " needs a value");
-        }
-        return args.get(i + 1);
-    }
-
-    /** {@code v} as an integer of at least {@code least}; otherwise an {@link IllegalArgumentException}. */
-    public static int count(String opt, String v, int least) {
-        return SampleArgs.count(opt, v, least);
-    }
-
-    /** {@code v} as an integer from {@code least} to {@code most}; otherwise an {@link IllegalArgumentException}. */
-    public static int count(String opt, String v, int least, int most) {
-        return SampleArgs.count(opt, v, least, most);
     }
 
     /**

@@ -8,10 +8,12 @@ import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Bootstrap;
-import org.jmscclpp.core.ErrorCode;
-import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -33,24 +35,31 @@ public final class BenchRankSample implements Sample {
 
     static final Duration OP_TIMEOUT = Duration.ofSeconds(60);
 
+    /** The options of a rank: those of {@code jmscclpp bench bootstrap} that the ranks use. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--iters", paramLabel = "N", description = "timed iterations per operation")
+        int iters = 200;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed iterations first")
+        int warmup = 20;
+
+        @Override
+        public void check() {
+            SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE);
+        }
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
+    }
+
     @Override
     public int run(RankEnvironment env, List<String> args) {
-        int iters = 200;
-        int warmup = 20;
-        for (int i = 0; i < args.size(); i += 2) {
-            if (i + 1 >= args.size()) {
-                throw usage(args.get(i) + " needs a value");
-            }
-            int v = parse(args.get(i), args.get(i + 1));
-            switch (args.get(i)) {
-                case "--iters" -> iters = v;
-                case "--warmup" -> warmup = v;
-                default -> throw usage("unknown option " + args.get(i));
-            }
-        }
-        if (iters < 1 || warmup < 0) {
-            throw usage("--iters must be at least 1 and --warmup at least 0");
-        }
+        Args a = SampleArgs.parse(NAME, new Args(), args);
+        int iters = a.iters;
+        int warmup = a.warmup;
         int rank = env.rank();
         int n = env.worldSize();
         BootstrapOptions options = BootstrapOptions.fromEnvironment();
@@ -120,18 +129,5 @@ public final class BenchRankSample implements Sample {
             lines.add(String.format(Locale.ROOT, "BENCH n=%d op=%s %s=%.4f", n, op.key, op.valueName(), value));
         }
         return lines;
-    }
-
-    private static int parse(String option, String value) {
-        try {
-            return Integer.parseInt(value);
-        } catch (NumberFormatException e) {
-            throw usage(option + " needs an integer, got '" + value + "'");
-        }
-    }
-
-    private static JmscclppException usage(String detail) {
-        return JmscclppException.builder(ErrorCode.INVALID_USAGE, NAME + ": " + detail).phase("sample arguments")
-                .build();
     }
 }

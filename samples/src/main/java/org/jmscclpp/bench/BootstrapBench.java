@@ -16,7 +16,11 @@ import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.MarkdownTable;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.publisher.Mono;
 
 /**
@@ -96,31 +100,36 @@ public final class BootstrapBench {
         return failed ? ExitCodes.FAILURE : ExitCodes.OK;
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench bootstrap}. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false, name = "bootstrap",
+            description = "TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI")
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--iters", paramLabel = "N", description = "timed iterations per operation (default: 200)")
         int iters = 200;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed iterations first (default: 20000)")
         int warmup = 20000;
-        List<Integer> procs = List.of(2, 4, 8, 16);
-        List<Integer> jvm = List.of(64, 256, 1024);
-        boolean mpi = true;
-        for (int i = 0; i < args.size(); i++) {
-            String opt = args.get(i);
-            if (opt.equals("--no-mpi")) {
-                mpi = false;
-                continue;
-            }
-            if (i + 1 >= args.size()) {
-                throw new IllegalArgumentException(opt + " needs a value");
-            }
-            String v = args.get(++i);
-            switch (opt) {
-                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
-                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
-                case "--procs" -> procs = sizes(opt, v);
-                case "--jvm" -> jvm = sizes(opt, v);
-                default -> throw new IllegalArgumentException("unknown option " + opt);
-            }
+        @Option(names = "--procs", paramLabel = "N,N", description = "rank counts in separate processes, each at"
+                + " least 2; empty skips the mode (default: 2,4,8,16)")
+        String procs = "2,4,8,16";
+        @Option(names = "--jvm", paramLabel = "N,N", description = "rank counts in this JVM (default: 64,256,1024)")
+        String jvm = "64,256,1024";
+        @Option(names = "--no-mpi", description = "leave out the Open MPI baseline")
+        boolean noMpi;
+
+        @Override
+        public void check() {
+            options();
         }
-        return new Options(iters, warmup, procs, jvm, mpi);
+
+        Options options() {
+            return new Options(SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE),
+                    SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE), sizes("--procs", procs),
+                    sizes("--jvm", jvm), !noMpi);
+        }
+    }
+
+    static Options parse(List<String> args) {
+        return SampleArgs.parse(new Args(), args).options();
     }
 
     /** A comma list of rank counts, each at least 2; an empty value skips the mode. */
@@ -128,7 +137,7 @@ public final class BootstrapBench {
         List<Integer> out = new ArrayList<>();
         for (String s : v.split(",")) {
             if (!s.isBlank()) {
-                out.add(BenchArgs.count(opt, s.strip(), 2));
+                out.add(SampleArgs.count(opt, s.strip(), 2));
             }
         }
         return List.copyOf(out);

@@ -19,11 +19,16 @@ import java.util.regex.Pattern;
 import org.jmscclpp.bench.nccl.NcclCommunicator;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.CollectiveJob;
 import org.jmscclpp.samples.CollectiveRun;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench coll}: a collective's sweep over sizes in nccl-tests' style, optionally
@@ -47,6 +52,8 @@ public final class CollBench {
     static final Map<String, String> NCCL_ENV = Map.of("NCCL_NVLS_ENABLE", "0");
 
     private static final Duration JOB_TIMEOUT = Duration.ofMinutes(30);
+    /** How often a long sweep says on stderr how far it is. */
+    static final Duration PROGRESS_EVERY = Duration.ofSeconds(10);
     private static final Pattern ROW = Pattern.compile("COLL-ROW impl=(\\S+) algo=(\\S+) size=(\\d+) count=(\\d+)"
             + " place=(in|out) time_us=(\\S+) wrong=(-?\\d+)");
     private static final Pattern DEV = Pattern.compile("COLL-DEV rank=(\\d+) pid=(\\d+) host=(\\S+) device=(.*)");
@@ -87,7 +94,7 @@ public final class CollBench {
         String command = "jmscclpp bench coll " + String.join(" ", args);
         err.println("bench: " + CollectiveRun.label(o.kind()) + " (" + algorithm + ") on the " + o.backend()
                 + " backend, " + o.ranks() + " processes ...");
-        Collected lines = new Collected();
+        Streamed lines = new Streamed(command, o, algorithm, out, err);
         List<String> rankArgs = new ArrayList<>(List.of(CollBenchRankSample.NAME));
         rankArgs.addAll(o.rankArgs());
         Map<String, String> env = new LinkedHashMap<>(NCCL_ENV);
@@ -97,8 +104,7 @@ public final class CollBench {
                         .jvmArgs(jvmArgs),
                 JOB_TIMEOUT, line -> !line.stderr() && line.rank() == 0 && line.text().startsWith("COLL-")
                         && lines.add(line.text()));
-        CollReport report = report(command, o, algorithm, lines.all());
-        out.print(CollTable.render(report));
+        CollReport report = lines.finish();
         int code = ExitCodes.OK;
         String error = outcome.error();
         if (error != null) {
@@ -118,24 +124,14 @@ public final class CollBench {
 
     /** {@code jmscclpp bench plot --json RESULTS.json --plot FILE.png}: prints the report's table and draws it. */
     public static int plot(List<String> args, PrintStream out, PrintStream err) {
-        Path json = null;
-        Path plot = null;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            if (i + 1 >= args.size()) {
-                return plotUsage(err, opt + " needs a value");
-            }
-            switch (opt) {
-                case "--json" -> json = Path.of(args.get(i + 1));
-                case "--plot" -> plot = Path.of(args.get(i + 1));
-                default -> {
-                    return plotUsage(err, "unknown option " + opt);
-                }
-            }
+        PlotArgs a;
+        try {
+            a = SampleArgs.parse(new PlotArgs(), args);
+        } catch (IllegalArgumentException e) {
+            return plotUsage(err, e.getMessage());
         }
-        if (json == null || plot == null) {
-            return plotUsage(err, "--json and --plot are both required");
-        }
+        Path json = a.json;
+        Path plot = a.plot;
         Optional<String> lacking = plotUnavailableReason();
         if (lacking.isPresent()) {
             err.println("jmscclpp bench plot: cannot draw here: " + lacking.get());
@@ -153,6 +149,18 @@ public final class CollBench {
         }
         out.print(CollTable.render(report));
         return save(report, null, plot, err);
+    }
+
+    /** The options of {@code jmscclpp bench plot}. */
+    @Command(name = "plot", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
+            description = "Draws busbw and time against size from a sweep's --json (where a JDK with java.desktop"
+                    + " is), and prints its table.")
+    static final class PlotArgs {
+        @Option(names = "--json", paramLabel = "RESULTS.json", required = true,
+                description = "the report bench coll --json wrote")
+        Path json = Path.of("");
+        @Option(names = "--plot", paramLabel = "FILE.png", required = true, description = "the picture to write")
+        Path plot = Path.of("");
     }
 
     private static int plotUsage(PrintStream err, String problem) {
@@ -291,16 +299,90 @@ public final class CollBench {
                 o.iters(), o.warmup(), o.check(), o.graph(), List.copyOf(devices.values()), versions, rows, overhead);
     }
 
-    /** Lines gathered from the ranks' reader threads. */
-    private static final class Collected {
+    /**
+     * Rank 0's result lines as they come, printed in nccl-tests' way: the header and each size's row
+     * on {@code out} as soon as the size is done (its rows of every implementation and placement have
+     * come, which the next size's first row or the overhead line tells), flushed; on long sweeps a
+     * progress line on {@code err} every {@link CollBench#PROGRESS_EVERY}; the summary at the end. The whole
+     * output is {@link CollTable#render} of the final report.
+     */
+    private static final class Streamed {
+        private final String command;
+        private final CollOptions o;
+        private final String algorithm;
+        private final PrintStream out;
+        private final PrintStream err;
+        private final int sizes;
+        private final long start = System.nanoTime();
         private final List<String> lines = new ArrayList<>();
+        private long lastProgress = start;
+        private boolean headed;
+        private long pending = -1;
+        private int done;
 
-        synchronized boolean add(String line) {
-            return lines.add(line);
+        Streamed(String command, CollOptions o, String algorithm, PrintStream out, PrintStream err) {
+            this.command = command;
+            this.o = o;
+            this.algorithm = algorithm;
+            this.out = out;
+            this.err = err;
+            this.sizes = o.sizes().size();
         }
 
-        synchronized List<String> all() {
-            return List.copyOf(lines);
+        /** Takes a line from a rank's reader thread. */
+        synchronized boolean add(String line) {
+            lines.add(line);
+            Matcher row = ROW.matcher(line);
+            if (row.matches()) {
+                long size = Long.parseLong(row.group(3));
+                if (pending != -1 && size != pending) {
+                    flushPending();
+                }
+                pending = size;
+            } else if (OVERHEAD.matcher(line).matches()) {
+                flushPending();
+            }
+            return true;
+        }
+
+        /** The report of every line; prints what is not printed yet. */
+        synchronized CollReport finish() {
+            flushPending();
+            CollReport report = report(command, o, algorithm, List.copyOf(lines));
+            if (!headed) {
+                out.print(CollTable.header(report));
+                headed = true;
+            }
+            out.print(CollTable.footer(report));
+            out.flush();
+            return report;
+        }
+
+        private void flushPending() {
+            if (pending == -1) {
+                return;
+            }
+            CollReport report = report(command, o, algorithm, List.copyOf(lines));
+            if (!headed) {
+                out.print(CollTable.header(report));
+                headed = true;
+            }
+            for (CollReport.Line line : report.lines()) {
+                if (line.size() == pending) {
+                    out.println(CollTable.row(report, line));
+                }
+            }
+            out.flush();
+            long size = pending;
+            pending = -1;
+            done++;
+            long now = System.nanoTime();
+            if (now - lastProgress >= PROGRESS_EVERY.toNanos() && done < sizes) {
+                lastProgress = now;
+                err.printf(Locale.ROOT, "bench coll: size %d/%d done (%s), %.0f s%n", done, sizes,
+                        ByteSizes.label(size), (now - start) / 1e9);
+                err.flush();
+            }
         }
     }
 }

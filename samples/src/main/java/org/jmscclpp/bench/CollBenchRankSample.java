@@ -49,6 +49,11 @@ public final class CollBenchRankSample implements Sample {
     static final Duration TIMEOUT = Duration.ofSeconds(120);
 
     @Override
+    public Object options() {
+        return new CollOptions.Args();
+    }
+
+    @Override
     public int run(RankEnvironment env, List<String> args) {
         CollOptions o = BenchArgs.parseForRank(NAME, args, CollOptions::parse);
         BenchArgs.requireRanks(NAME, env, o.ranks());

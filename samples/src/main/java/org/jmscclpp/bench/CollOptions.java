@@ -7,20 +7,28 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
-import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.CollectiveRun;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /**
- * The options of {@code jmscclpp bench coll}, in nccl-tests' letters where nccl-tests has one
- * (but {@code -o}, which picks the collective here; the reduction is {@code --redop}), read the same
- * way by the command and by its ranks ({@link CollBenchRankSample}): a bad option is an
- * {@link IllegalArgumentException} naming it.
+ * The options of {@code jmscclpp bench coll}, in nccl-tests' letters and meanings ({@code -b -e -f
+ * -n -w -c -d -o -r -G}, long forms as nccl-tests spells them), read the same way by the command and
+ * by its ranks ({@link CollBenchRankSample}) through picocli ({@link Args}): a bad option is an
+ * {@link IllegalArgumentException} naming it. The collective is the positional argument
+ * ({@code bench coll allgather}) or {@code --coll}; {@code -o}/{@code --op} is the reduction, as in
+ * nccl-tests (the collective's name there is still taken, as command lines before it was the
+ * reduction wrote it).
  *
- * @param ranks     processes ({@code --ranks}, default 2)
- * @param kind      {@code --op} (or {@code -o}): the collective; {@link CollectiveKind#SEND} is sendrecv
+ * @param ranks     processes ({@code --ranks}, default 2): one GPU each, so nccl-tests' {@code -g} and
+ *                  {@code -t} take only 1
+ * @param kind      the collective; {@link CollectiveKind#SEND} is sendrecv
  * @param type      {@code -d}: any of NCCL's types, by nccl-tests' names
- * @param op        {@code --redop}: the reduction of allreduce, reducescatter and reduce (default sum)
+ * @param op        {@code -o}: the reduction of allreduce, reducescatter and reduce (default sum)
  * @param root      {@code --root} (or {@code -r}): the root of broadcast and reduce (default 0)
  * @param backend   {@code --backend host|cuda}
  * @param algorithm {@code --algo}, null for the engine's tuning table
@@ -44,11 +52,9 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
                           int check, int graph, boolean nccl, boolean staged, int overhead, @Nullable Path plot,
                           @Nullable Path json) {
 
-    public static final String SYNOPSIS = "jmscclpp bench coll [--ranks 2] [--op allreduce|allgather|reducescatter|"
-            + "broadcast|reduce|alltoall|sendrecv] [-d float|half|bfloat16|double|f8e4m3|f8e5m2|int8|uint8|int32|uint32|"
-            + "int64|uint64] [--redop sum|prod|max|min|avg] [--root 0] [--backend host|cuda] [--algo NAME] [-b 8]"
-            + " [-e 32M] [-f 2] [-n 20] [-w 5] [-c 1] [--graph G] [--baseline nccl] [--staged on|off]"
-            + " [--overhead 1000] [--plot FILE.png] [--json FILE]";
+    public static final String SYNOPSIS = "jmscclpp bench coll [COLLECTIVE] [--ranks 2] [-d float] [-o sum] [-r 0]"
+            + " [--backend host|cuda] [--algo NAME] [-b 8] [-e 32M] [-f 2] [-n 20] [-w 5] [-c 1] [-G G]"
+            + " [--baseline nccl] [--staged on|off] [--overhead 1000] [--plot FILE.png] [--json FILE]";
 
     /** The size of the Mono-overhead measurement, S in bytes. */
     public static final long OVERHEAD_BYTES = 1024;
@@ -81,93 +87,166 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
         return kind.reduces() ? op : null;
     }
 
-    static CollOptions parse(List<String> args) {
+    /** The options as picocli reads them. */
+    @Command(name = "coll", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
+            description = {"A collective's sweep over sizes in nccl-tests' style and flags (time, algbw, busbw, #wrong"
+                    + " per size, out-of-place and in-place) on the library's CollectiveComm, any type and reduction,"
+                    + " on --ranks processes of this host with one GPU each (cuda) or the host backend. Rows print"
+                    + " as each size finishes.",
+                    "--baseline nccl adds NCCL's time and the ratio (cuda backend), --staged on the time on"
+                    + " unregistered buffers; then the Mono form's call overhead at 1 KiB. Exit 1 when an element"
+                    + " is wrong."})
+    public static final class Args implements SampleArgs.Checked {
+        @Parameters(arity = "0..1", paramLabel = "COLLECTIVE", description = "allreduce (default), allgather,"
+                + " reducescatter, broadcast, reduce, alltoall or sendrecv (nccl-tests' all_reduce_perf too)")
+        @Nullable String collective;
+        @Option(names = "--coll", paramLabel = "COLLECTIVE", description = "the collective, as the argument above")
+        @Nullable String coll;
+        @Option(names = "--ranks", paramLabel = "N", description = "rank processes, one GPU each (default: 2)")
         int ranks = 2;
-        CollectiveKind kind = CollectiveKind.ALL_REDUCE;
+        @Option(names = {"-d", "--datatype"}, paramLabel = "TYPE", converter = SampleArgs.Type.class,
+                description = "float (default), half, bfloat16, double, f8e4m3, f8e5m2, int8, uint8, int32, uint32,"
+                        + " int64, uint64")
         DataType type = DataType.FLOAT32;
-        ReduceOp op = ReduceOp.SUM;
-        int root = 0;
+        @Option(names = {"-o", "--op"}, paramLabel = "OP", description = "the reduction: sum (default), prod, min,"
+                + " max, avg")
+        @Nullable String op;
+        @Option(names = "--redop", paramLabel = "OP", hidden = true, converter = SampleArgs.Reduction.class,
+                description = "the reduction, as -o")
+        @Nullable ReduceOp redop;
+        @Option(names = {"-r", "--root"}, paramLabel = "R", description = "the root of broadcast and reduce"
+                + " (default: 0)")
+        int root;
+        @Option(names = "--backend", paramLabel = "host|cuda", description = "the backend (default: host)")
         String backend = "host";
-        String algorithm = null;
+        @Option(names = "--algo", paramLabel = "NAME", description = "the algorithm (default: the tuning table's"
+                + " choice per size)")
+        @Nullable String algorithm;
+        @Option(names = {"-b", "--minbytes"}, paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the smallest size, K/M/G suffixes (default: 8)")
         long minBytes = 8;
+        @Option(names = {"-e", "--maxbytes"}, paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the largest size (default: 32M)")
         long maxBytes = 32L << 20;
+        @Option(names = {"-f", "--stepfactor"}, paramLabel = "F", description = "each size is the previous times F"
+                + " (default: 2)")
         int factor = 2;
+        @Option(names = {"-n", "--iters"}, paramLabel = "N", description = "timed iterations (default: 20)")
         int iters = 20;
+        @Option(names = {"-w", "--warmup_iters"}, paramLabel = "N", description = "warm-up iterations per size and"
+                + " placement (default: 5)")
         int warmup = 5;
+        @Option(names = {"-c", "--check"}, paramLabel = "N", description = "checked iterations per size and"
+                + " placement (default: 1)")
         int check = 1;
-        int graph = 0;
-        boolean nccl = false;
-        Boolean staged = null;
+        @Option(names = {"-G", "--cudagraph", "--graph"}, paramLabel = "G", description = "cuda: replay a CUDA graph"
+                + " of the timed enqueues G times (default: 0, enqueued one by one)")
+        int graph;
+        @Option(names = {"-g", "--ngpus"}, paramLabel = "1", description = "GPUs per thread: only 1 (one GPU per rank"
+                + " process; --ranks N for N GPUs)")
+        int gpus = 1;
+        @Option(names = {"-t", "--nthreads"}, paramLabel = "1", description = "threads per process: only 1 (one GPU"
+                + " per rank process; --ranks N for N GPUs)")
+        int threads = 1;
+        @Option(names = "--baseline", paramLabel = "nccl", description = "time NCCL beside (cuda)")
+        @Nullable String baseline;
+        @Option(names = "--staged", paramLabel = "on|off", description = "also time unregistered buffers (default:"
+                + " on for host, off for cuda)")
+        @Nullable String staged;
+        @Option(names = "--overhead", paramLabel = "N", description = "calls timed for the Mono form's overhead at"
+                + " 1 KiB (default: 1000; 0 skips it)")
         int overhead = 1000;
-        Path plot = null;
-        Path json = null;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            String v = BenchArgs.value(args, i);
-            switch (opt) {
-                case "--ranks" -> ranks = BenchArgs.count(opt, v, 1, 64);
-                case "--op", "-o" -> kind = kind(v);
-                case "-d", "--datatype" -> {
+        @Option(names = "--plot", paramLabel = "FILE.png", description = "draw busbw and time (needs java.desktop"
+                + " and XChart)")
+        @Nullable Path plot;
+        @Option(names = {"--json", "-J"}, paramLabel = "FILE", description = "write the report as JSON")
+        @Nullable Path json;
+
+        @Override
+        public void check() {
+            options();
+        }
+
+        /** The options these values make; IllegalArgumentException naming a wrong one. */
+        CollOptions options() {
+            if (gpus != 1) {
+                throw new IllegalArgumentException("-g " + gpus + ": each rank process drives one GPU, so -g (GPUs"
+                        + " per thread) takes only 1; for " + gpus + " GPUs run --ranks " + gpus);
+            }
+            if (threads != 1) {
+                throw new IllegalArgumentException("-t " + threads + ": each rank process drives one GPU from one"
+                        + " thread, so -t (threads per process) takes only 1; for more GPUs use --ranks N");
+            }
+            CollectiveKind kind = null;
+            ReduceOp reduction = redop;
+            if (op != null) {
+                try {
+                    reduction = ReduceOp.parse(op);
+                } catch (JmscclppException e) {
                     try {
-                        type = DataType.parse(v);
-                    } catch (JmscclppException e) {
-                        throw new IllegalArgumentException(opt + ": " + e.detail());
+                        kind = kind(op);   // -o/--op named the collective before it was nccl-tests' reduction
+                    } catch (IllegalArgumentException notAKind) {
+                        throw new IllegalArgumentException("-o/--op is the reduction: " + e.detail());
                     }
                 }
-                case "--redop" -> {
-                    try {
-                        op = ReduceOp.parse(v);
-                    } catch (JmscclppException e) {
-                        throw new IllegalArgumentException(opt + ": " + e.detail());
+            }
+            for (String named : new String[] {collective, coll}) {
+                if (named != null) {
+                    CollectiveKind k = kind(named);
+                    if (kind != null && kind != k) {
+                        throw new IllegalArgumentException("two collectives: " + CollectiveRun.sampleName(kind)
+                                + " and " + CollectiveRun.sampleName(k));
                     }
+                    kind = k;
                 }
-                case "--root", "-r" -> root = BenchArgs.count(opt, v, 0, 63);
-                case "--backend" -> {
-                    if (!v.equals("host") && !v.equals("cuda")) {
-                        throw new IllegalArgumentException("--backend is host or cuda, got '" + v + "'");
-                    }
-                    backend = v;
-                }
-                case "--algo" -> algorithm = v;
-                case "-b", "--minbytes" -> minBytes = ByteSizes.parse(opt, v);
-                case "-e", "--maxbytes" -> maxBytes = ByteSizes.parse(opt, v);
-                case "-f", "--stepfactor" -> factor = BenchArgs.count(opt, v, 2, 1024);
-                case "-n", "--iters" -> iters = BenchArgs.count(opt, v, 1, 100_000_000);
-                case "-w", "--warmup_iters" -> warmup = BenchArgs.count(opt, v, 0, 100_000_000);
-                case "-c", "--check" -> check = BenchArgs.count(opt, v, 0, 1_000_000);
-                case "--graph", "-G" -> graph = BenchArgs.count(opt, v, 0, 1_000_000);
-                case "--baseline" -> {
-                    if (!v.equals("nccl")) {
-                        throw new IllegalArgumentException("--baseline knows only nccl, got '" + v + "'");
-                    }
-                    nccl = true;
-                }
-                case "--staged" -> staged = switch (v) {
+            }
+            if (kind == null) {
+                kind = CollectiveKind.ALL_REDUCE;
+            }
+            SampleArgs.range("--ranks", ranks, 1, 64);
+            SampleArgs.range("--root", root, 0, 63);
+            SampleArgs.range("-f", factor, 2, 1024);
+            SampleArgs.range("-n", iters, 1, 100_000_000);
+            SampleArgs.range("-w", warmup, 0, 100_000_000);
+            SampleArgs.range("-c", check, 0, 1_000_000);
+            SampleArgs.range("--graph", graph, 0, 1_000_000);
+            SampleArgs.range("--overhead", overhead, 0, 10_000_000);
+            if (!backend.equals("host") && !backend.equals("cuda")) {
+                throw new IllegalArgumentException("--backend is host or cuda, got '" + backend + "'");
+            }
+            if (baseline != null && !baseline.equals("nccl")) {
+                throw new IllegalArgumentException("--baseline knows only nccl, got '" + baseline + "'");
+            }
+            boolean nccl = baseline != null;
+            Boolean stage = null;
+            if (staged != null) {
+                stage = switch (staged) {
                     case "on" -> true;
                     case "off" -> false;
-                    default -> throw new IllegalArgumentException("--staged is on or off, got '" + v + "'");
+                    default -> throw new IllegalArgumentException("--staged is on or off, got '" + staged + "'");
                 };
-                case "--overhead" -> overhead = BenchArgs.count(opt, v, 0, 10_000_000);
-                case "--plot" -> plot = Path.of(v);
-                case "--json", "-J" -> json = Path.of(v);
-                default -> throw new IllegalArgumentException("unknown option " + opt);
             }
+            if (minBytes < 1 || minBytes > maxBytes) {
+                throw new IllegalArgumentException("-b must be at least 1 and at most -e, got -b " + minBytes + " -e "
+                        + maxBytes);
+            }
+            if (kind.rooted() && root >= ranks) {
+                throw new IllegalArgumentException("--root " + root + " is not a rank of " + ranks);
+            }
+            if (nccl && !backend.equals("cuda")) {
+                throw new IllegalArgumentException("--baseline nccl needs --backend cuda");
+            }
+            if (graph > 0 && !backend.equals("cuda")) {
+                throw new IllegalArgumentException("--graph needs --backend cuda (CUDA graphs)");
+            }
+            return new CollOptions(ranks, kind, type, reduction != null ? reduction : ReduceOp.SUM, root, backend,
+                    algorithm, minBytes, maxBytes, factor, iters, warmup, check, graph, nccl,
+                    stage != null ? stage : backend.equals("host"), overhead, plot, json);
         }
-        if (minBytes < 1 || minBytes > maxBytes) {
-            throw new IllegalArgumentException("-b must be at least 1 and at most -e, got -b " + minBytes + " -e "
-                    + maxBytes);
-        }
-        if (kind.rooted() && root >= ranks) {
-            throw new IllegalArgumentException("--root " + root + " is not a rank of " + ranks);
-        }
-        if (nccl && !backend.equals("cuda")) {
-            throw new IllegalArgumentException("--baseline nccl needs --backend cuda");
-        }
-        if (graph > 0 && !backend.equals("cuda")) {
-            throw new IllegalArgumentException("--graph needs --backend cuda (CUDA graphs)");
-        }
-        return new CollOptions(ranks, kind, type, op, root, backend, algorithm, minBytes, maxBytes, factor, iters,
-                warmup, check, graph, nccl, staged != null ? staged : backend.equals("host"), overhead, plot, json);
+    }
+
+    static CollOptions parse(List<String> args) {
+        return SampleArgs.parse(new Args(), args).options();
     }
 
     /** The kind named {@code v}: ours ({@code allreduce}, {@code sendrecv}) or nccl-tests' ({@code all_reduce}, {@code all_reduce_perf}). */
@@ -175,14 +254,14 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
         try {
             return CollectiveRun.parseKind(v);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--op: " + e.getMessage());
+            throw new IllegalArgumentException("the collective: " + e.getMessage());
         }
     }
 
     /** The arguments that make a rank run these options. */
     List<String> rankArgs() {
-        List<String> a = new ArrayList<>(List.of("--op", CollectiveRun.sampleName(kind), "-d", type.label(),
-                "--redop", op.label(), "--root", Integer.toString(root), "--backend", backend,
+        List<String> a = new ArrayList<>(List.of("--coll", CollectiveRun.sampleName(kind), "-d", type.label(),
+                "-o", op.label(), "--root", Integer.toString(root), "--backend", backend,
                 "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor),
                 "-n", Integer.toString(iters), "-w", Integer.toString(warmup), "-c", Integer.toString(check),
                 "--graph", Integer.toString(graph), "--ranks", Integer.toString(ranks), "--staged", staged ? "on" : "off",

@@ -6,6 +6,7 @@ import java.util.Map;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.CollectiveRun;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,6 +30,15 @@ final class CollTable {
 
     /** The whole output: header, column heads, one line per size, the summary. */
     static String render(CollReport r) {
+        StringBuilder sb = new StringBuilder(header(r));
+        for (CollReport.Line line : r.lines()) {
+            sb.append(row(r, line)).append('\n');
+        }
+        return sb.append(footer(r)).toString();
+    }
+
+    /** What comes before the rows: the command, versions, settings, devices and the column heads. */
+    static String header(CollReport r) {
         StringBuilder sb = new StringBuilder();
         String test = CollectiveRun.label(r.kind()) + "_perf";
         sb.append("# ").append(r.command()).append('\n');
@@ -47,9 +57,13 @@ final class CollTable {
         }
         sb.append("#\n");
         sb.append(heads(r.hasNccl(), r.hasStaged()));
-        for (CollReport.Line line : r.lines()) {
-            sb.append(row(r, line)).append('\n');
-        }
+        return sb.toString();
+    }
+
+    /** What comes after the rows: the call overhead, the wrong values and the average bus bandwidths. */
+    static String footer(CollReport r) {
+        StringBuilder sb = new StringBuilder();
+        String test = CollectiveRun.label(r.kind()) + "_perf";
         CallOverhead o = r.overhead();
         if (o != null) {
             sb.append(overhead(o));
@@ -191,9 +205,7 @@ final class CollTable {
     /** The versions a report names, in print order. */
     static Map<String, String> versions(@Nullable String ncclVersion) {
         Map<String, String> v = new LinkedHashMap<>();
-        Package p = CollTable.class.getPackage();
-        String own = p == null ? null : p.getImplementationVersion();
-        v.put("jmscclpp", own == null ? "(development build)" : own);
+        v.put("jmscclpp", Version.get());
         v.put("Java", Runtime.version().toString());
         if (ncclVersion != null) {
             v.put("NCCL", ncclVersion);

@@ -17,7 +17,11 @@ import org.jmscclpp.cuda.HotBindingsProbe;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.MarkdownTable;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench proxy --backend cuda}: the GPU paths between two GPUs of this host, beside
@@ -108,25 +112,33 @@ public final class CudaProxyBench {
         return p == Poller.VIRTUAL_THREAD ? "virtual-thread" : "platform-thread (1 ms idle spin)";
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench proxy --backend cuda} and of its ranks. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--iters", paramLabel = "N", description = "timed round trips (default: 10000)")
         int iters = 10_000;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed round trips first (default: 1000)")
         int warmup = 1_000;
+        @Option(names = "--bw-iters", paramLabel = "N", description = "timed bandwidth transfers (default: 20)")
         int bwIters = 20;
+        @Option(names = "--bw-mib", paramLabel = "M", description = "MiB per bandwidth transfer (default: 128)")
         int bwMib = 128;
+        @Option(names = "--calls", paramLabel = "N", description = "calls per timed driver binding (default: 100000)")
         int calls = 100_000;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            String v = BenchArgs.value(args, i);
-            switch (opt) {
-                case "--iters" -> iters = BenchArgs.count(opt, v, 1, 10_000_000);
-                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0, 10_000_000);
-                case "--bw-iters" -> bwIters = BenchArgs.count(opt, v, 1, 10_000);
-                case "--bw-mib" -> bwMib = BenchArgs.count(opt, v, 1, 16_384);
-                case "--calls" -> calls = BenchArgs.count(opt, v, 1, 100_000_000);
-                default -> throw new IllegalArgumentException("unknown option " + opt + " (with --backend cuda)");
-            }
+
+        @Override
+        public void check() {
+            SampleArgs.range("--iters", iters, 1, 10_000_000);
+            SampleArgs.range("--warmup", warmup, 0, 10_000_000);
+            SampleArgs.range("--bw-iters", bwIters, 1, 10_000);
+            SampleArgs.range("--bw-mib", bwMib, 1, 16_384);
+            SampleArgs.range("--calls", calls, 1, 100_000_000);
         }
-        return new Options(iters, warmup, bwIters, bwMib, calls);
+    }
+
+    static Options parse(List<String> args) {
+        Args a = SampleArgs.parse(new Args(), args);
+        return new Options(a.iters, a.warmup, a.bwIters, a.bwMib, a.calls);
     }
 
     /** The arguments that make a rank run with {@code o}. */

@@ -120,6 +120,11 @@ public final class CudaProxyBenchRankSample implements Sample {
     }
 
     @Override
+    public Object options() {
+        return new CudaProxyBench.Args();
+    }
+
+    @Override
     public int run(RankEnvironment env, List<String> args) {
         CudaProxyBench.Options o = BenchArgs.parseForRank(NAME, args, CudaProxyBench::parse);
         BenchArgs.requireRanks(NAME, env, 2);

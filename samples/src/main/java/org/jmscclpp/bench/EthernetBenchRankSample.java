@@ -27,9 +27,12 @@ import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.samples.Blocking;
-import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code bench-ethernet-rank --min B --max B --iters N --warmup N --turns N}: one of the two ranks
@@ -334,31 +337,48 @@ public final class EthernetBenchRankSample implements Sample {
         }
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench ethernet} and of its ranks. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false, name = "ethernet",
+            description = "ETHERNET write bandwidth and 1-int ping-pong between two processes, beside a raw TCP socket"
+                    + " pair")
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--min", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the smallest size, K/M/G suffixes (default: 1K)")
         long min = 1 << 10;
+        @Option(names = "--max", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the largest size, at most 2 GiB - 1 (default: 64M)")
         long max = 64 << 20;
+        @Option(names = "--iters", paramLabel = "N", description = "timed transfers per size (default: 200)")
         int iters = 200;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed transfers first (default: 200)")
         int warmup = 200;
+        @Option(names = "--turns", paramLabel = "N", description = "ping-pong round trips (default: 5000)")
         int turns = 5000;
+        @Option(names = "--jit-warmup", paramLabel = "N",
+                description = "untimed 64 KiB transfers per transport before anything is timed (default: 20000)")
         int jitWarmup = 20_000;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            String v = BenchArgs.value(args, i);
-            switch (opt) {
-                case "--min" -> min = ByteSizes.parse(opt, v);
-                case "--max" -> max = ByteSizes.parse(opt, v);
-                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
-                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
-                case "--turns" -> turns = BenchArgs.count(opt, v, 1);
-                case "--jit-warmup" -> jitWarmup = BenchArgs.count(opt, v, 0);
-                default -> throw new IllegalArgumentException("unknown option " + opt);
+
+        @Override
+        public void check() {
+            SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE);
+            SampleArgs.range("--turns", turns, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--jit-warmup", jitWarmup, 0, Integer.MAX_VALUE);
+            BenchArgs.checkSizeRange(min, max);
+            if (max > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
             }
         }
-        BenchArgs.checkSizeRange(min, max);
-        if (max > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
-        }
-        return new Options(min, max, iters, warmup, turns, jitWarmup);
+    }
+
+    static Options parse(List<String> args) {
+        Args a = SampleArgs.parse(new Args(), args);
+        return new Options(a.min, a.max, a.iters, a.warmup, a.turns, a.jitWarmup);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 
     static List<String> args(Options o) {

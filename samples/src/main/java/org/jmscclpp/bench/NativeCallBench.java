@@ -28,7 +28,11 @@ import org.jmscclpp.nativebridge.CudaDriver;
 import org.jmscclpp.nativebridge.CudaHotCalls;
 import org.jmscclpp.nativebridge.Verbs;
 import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench native}: issue 15's native-call target. For each hot CUDA driver call
@@ -110,12 +114,8 @@ public final class NativeCallBench {
 
     /** Runs the benchmark; returns the exit code. */
     public static int run(List<String> args, PrintStream out, PrintStream err) {
-        Options o;
-        try {
-            o = parse(args);
-        } catch (IllegalArgumentException e) {
-            err.println(NAME + ": " + e.getMessage());
-            err.println("usage: " + SYNOPSIS);
+        Options o = BenchArgs.parseOrPrintUsage(args, NativeCallBench::parse, NAME, SYNOPSIS, err);
+        if (o == null) {
             return ExitCodes.USAGE;
         }
         if (o.cuda()) {
@@ -144,41 +144,43 @@ public final class NativeCallBench {
         }
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench native}. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false, name = "native",
+            description = "hot CUDA driver calls from C, JNA and FFM, and the CPU an idle proxy takes")
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--iters", paramLabel = "N", description = "calls per round (default: 20000)")
         long iters = 20_000;
+        @Option(names = "--rounds", paramLabel = "R", description = "rounds, the median shown (default: 7)")
         int rounds = 7;
-        int device = 0;
-        int idle = 3;
-        boolean cuda = true;
-        for (int i = 0; i < args.size(); i++) {
-            String flag = args.get(i);
-            if (i + 1 >= args.size()) {
-                throw new IllegalArgumentException(flag.startsWith("--") ? flag + " needs a value" : "unexpected "
-                        + flag);
-            }
-            String value = args.get(++i);
-            try {
-                switch (flag) {
-                    case "--iters" -> iters = Long.parseLong(value);
-                    case "--rounds" -> rounds = Integer.parseInt(value);
-                    case "--device" -> device = Integer.parseInt(value);
-                    case "--idle-seconds" -> idle = Integer.parseInt(value);
-                    case "--backend" -> cuda = switch (value) {
-                        case "cuda" -> true;
-                        case "host" -> false;
-                        default -> throw new IllegalArgumentException("--backend is cuda or host, not " + value);
-                    };
-                    default -> throw new IllegalArgumentException("unknown option " + flag);
-                }
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(flag + " takes a number, not " + value);
-            }
+        @Option(names = "--device", paramLabel = "ORDINAL", description = "the GPU (default: 0)")
+        int device;
+        @Option(names = "--idle-seconds", paramLabel = "S", description = "seconds of idle proxy per poller, 0 skips"
+                + " (default: 3)")
+        int idleSeconds = 3;
+        @Option(names = "--backend", paramLabel = "cuda|host", description = "cuda (default), or host: the idle"
+                + " proxy only")
+        String backend = "cuda";
+
+        @Override
+        public void check() {
+            options();
         }
-        if (iters < 1 || rounds < 1 || device < 0 || idle < 0 || idle > 600) {
-            throw new IllegalArgumentException("--iters and --rounds are at least 1, --device at least 0, "
-                    + "--idle-seconds 0 to 600");
+
+        Options options() {
+            boolean cuda = switch (backend) {
+                case "cuda" -> true;
+                case "host" -> false;
+                default -> throw new IllegalArgumentException("--backend is cuda or host, not " + backend);
+            };
+            return new Options(SampleArgs.range("--iters", iters, 1, Long.MAX_VALUE),
+                    SampleArgs.range("--rounds", rounds, 1, Integer.MAX_VALUE),
+                    SampleArgs.range("--device", device, 0, Integer.MAX_VALUE),
+                    SampleArgs.range("--idle-seconds", idleSeconds, 0, 600), cuda);
         }
-        return new Options(iters, rounds, device, idle, cuda);
+    }
+
+    static Options parse(List<String> args) {
+        return SampleArgs.parse(new Args(), args).options();
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,11 @@ import org.jmscclpp.core.proxy.ProxyService.Poller;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.MarkdownTable;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench proxy}: the {@link org.jmscclpp.core.proxy.ProxyService} and
@@ -122,33 +126,88 @@ public final class ProxyBench {
     }
 
     /**
-     * Takes {@code --backend host|cuda} (host when absent) out of {@code args}, whose options and
-     * values alternate.
-     *
-     * @throws IllegalArgumentException for another value, a missing one, or a second {@code --backend}
+     * The options of {@code jmscclpp bench proxy}: {@code --backend} and those of either backend
+     * ({@link ProxyBenchRankSample.Args} on host, {@link CudaProxyBench.Args} on cuda; defaults there).
      */
-    static Selection select(List<String> args) {
-        BackendChoice backend = null;
-        List<String> rest = new ArrayList<>();
-        for (int i = 0; i < args.size(); i += 2) {
-            if (!args.get(i).equals("--backend")) {
-                rest.add(args.get(i));
-                if (i + 1 < args.size()) {
-                    rest.add(args.get(i + 1));
-                }
-                continue;
+    @Command(name = "proxy", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
+            description = {"ProxyService and PortChannel between two processes: virtual- beside platform-thread poller"
+                    + " (trigger cost, triggers/s, ping-pong 1 to 4M ints), ping-pong beside a C shared-memory floor.",
+                    "With --backend cuda, the same on two GPUs over CUDA_IPC: FIFO, d2d semaphore, PortChannel round"
+                    + " trip and bandwidth, LL8/LL16 packets beside MSCCL++ C++ 0.10's figures, and the hot driver"
+                    + " bindings' cost per call."})
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--backend", paramLabel = "host|cuda", description = "host (HOST_IPC, default) or cuda")
+        String backend = "host";
+        @Option(names = "--iters", paramLabel = "N", description = "timed round trips (default: 10000)")
+        @Nullable Integer iters;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed round trips first (default: 2000 on"
+                + " host, 1000 on cuda)")
+        @Nullable Integer warmup;
+        @Option(names = "--triggers", paramLabel = "N", description = "host: triggers per throughput round"
+                + " (default: 100000)")
+        @Nullable Integer triggers;
+        @Option(names = "--rounds", paramLabel = "N", description = "host: throughput rounds (default: 5)")
+        @Nullable Integer rounds;
+        @Option(names = "--threads", paramLabel = "N", description = "host: the most producer threads (default: 4)")
+        @Nullable Integer threads;
+        @Option(names = "--bw-iters", paramLabel = "N", description = "cuda: timed bandwidth transfers (default: 20)")
+        @Nullable Integer bwIters;
+        @Option(names = "--bw-mib", paramLabel = "M", description = "cuda: MiB per bandwidth transfer (default: 128)")
+        @Nullable Integer bwMib;
+        @Option(names = "--calls", paramLabel = "N", description = "cuda: calls per timed driver binding"
+                + " (default: 100000)")
+        @Nullable Integer calls;
+
+        @Override
+        public void check() {
+            Selection s = selection();
+            if (s.backend() == BackendChoice.CUDA) {
+                CudaProxyBench.parse(s.rest());
+            } else {
+                ProxyBenchRankSample.parse(s.rest());
             }
-            String v = BenchArgs.value(args, i);
-            if (backend != null) {
-                throw new IllegalArgumentException("--backend is given twice");
-            }
-            backend = switch (v) {
+        }
+
+        /** The backend and the other options as that backend's arguments; an option of the other backend is refused. */
+        Selection selection() {
+            BackendChoice backend = switch (this.backend) {
                 case "host" -> BackendChoice.HOST;
                 case "cuda" -> BackendChoice.CUDA;
-                default -> throw new IllegalArgumentException("--backend is host or cuda, got '" + v + "'");
+                default -> throw new IllegalArgumentException("--backend is host or cuda, got '" + this.backend + "'");
             };
+            boolean cuda = backend == BackendChoice.CUDA;
+            List<String> rest = new ArrayList<>();
+            add(rest, "--iters", iters, true);
+            add(rest, "--warmup", warmup, true);
+            add(rest, "--triggers", triggers, !cuda);
+            add(rest, "--rounds", rounds, !cuda);
+            add(rest, "--threads", threads, !cuda);
+            add(rest, "--bw-iters", bwIters, cuda);
+            add(rest, "--bw-mib", bwMib, cuda);
+            add(rest, "--calls", calls, cuda);
+            return new Selection(backend, List.copyOf(rest));
         }
-        return new Selection(backend == null ? BackendChoice.HOST : backend, List.copyOf(rest));
+
+        private void add(List<String> rest, String option, @Nullable Integer value, boolean applies) {
+            if (value == null) {
+                return;
+            }
+            if (!applies) {
+                throw new IllegalArgumentException(option + " is not an option of --backend " + backend);
+            }
+            rest.add(option);
+            rest.add(value.toString());
+        }
+    }
+
+    /**
+     * Parses {@code args}: the backend {@code --backend host|cuda} chose (host when absent) and the
+     * other options as arguments of that backend.
+     *
+     * @throws IllegalArgumentException for a bad option or value, or an option of the other backend
+     */
+    static Selection select(List<String> args) {
+        return SampleArgs.parse(new Args(), args).selection();
     }
 
     /** {@code jmscclpp bench proxy ARGS}: prints its table on {@code out}; returns the exit code. */

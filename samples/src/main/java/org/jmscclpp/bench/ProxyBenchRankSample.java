@@ -34,7 +34,11 @@ import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.samples.Blocking;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.publisher.Mono;
 
 /**
@@ -332,29 +336,42 @@ public final class ProxyBenchRankSample implements Sample {
         }
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench proxy} (host backend) and of its ranks. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--iters", paramLabel = "N", description = "timed round trips per size (default: 10000)")
         int iters = 10_000;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed round trips first (default: 2000)")
         int warmup = 2_000;
+        @Option(names = "--triggers", paramLabel = "N", description = "triggers per throughput round (default: 100000)")
         int triggers = 100_000;
+        @Option(names = "--rounds", paramLabel = "N", description = "throughput rounds (default: 5)")
         int rounds = 5;
+        @Option(names = "--threads", paramLabel = "N", description = "the most producer threads (default: 4)")
         int threads = 4;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            String v = BenchArgs.value(args, i);
-            switch (opt) {
-                case "--iters" -> iters = BenchArgs.count(opt, v, 1, Integer.MAX_VALUE);
-                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0, Integer.MAX_VALUE);
-                case "--triggers" -> triggers = BenchArgs.count(opt, v, 1, Integer.MAX_VALUE);
-                case "--rounds" -> rounds = BenchArgs.count(opt, v, 1, 1000);
-                case "--threads" -> threads = BenchArgs.count(opt, v, 1, 64);
-                default -> throw new IllegalArgumentException("unknown option " + opt);
+
+        @Override
+        public void check() {
+            SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE);
+            SampleArgs.range("--triggers", triggers, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--rounds", rounds, 1, 1000);
+            SampleArgs.range("--threads", threads, 1, 64);
+            if (triggers < threads) {
+                throw new IllegalArgumentException("--triggers (" + triggers + ") must be at least --threads ("
+                        + threads + ")");
             }
         }
-        if (triggers < threads) {
-            throw new IllegalArgumentException("--triggers (" + triggers + ") must be at least --threads (" + threads
-                    + ")");
-        }
-        return new Options(iters, warmup, triggers, rounds, threads);
+    }
+
+    static Options parse(List<String> args) {
+        Args a = SampleArgs.parse(new Args(), args);
+        return new Options(a.iters, a.warmup, a.triggers, a.rounds, a.threads);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 
     /** The arguments that make a rank run with {@code o}. */

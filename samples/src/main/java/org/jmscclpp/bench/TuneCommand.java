@@ -13,6 +13,11 @@ import java.util.TreeMap;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench tune --json SWEEP.json [--json ...] [--out FILE]}: the tuning table that
@@ -30,24 +35,28 @@ public final class TuneCommand {
     private TuneCommand() {
     }
 
-    public static int run(List<String> args, PrintStream out, PrintStream err) {
+    /** The options of {@code jmscclpp bench tune}. */
+    @Command(name = "tune", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
+            description = "The tuning table that sweeps measured: per size the algorithm whose out-of-place time was"
+                    + " lowest, over sweeps of one rank count that ran each algorithm (bench coll --algo A --json"
+                    + " FILE), in the text form of the engine's tuning table.")
+    static final class Args {
+        @Option(names = "--json", paramLabel = "SWEEP.json", required = true, description = "a sweep's report"
+                + " (repeat for each algorithm)")
         List<Path> inputs = new ArrayList<>();
-        Path target = null;
-        for (int i = 0; i < args.size(); i += 2) {
-            if (i + 1 >= args.size()) {
-                return usage(err, args.get(i) + " needs a value");
-            }
-            switch (args.get(i)) {
-                case "--json" -> inputs.add(Path.of(args.get(i + 1)));
-                case "--out" -> target = Path.of(args.get(i + 1));
-                default -> {
-                    return usage(err, "unknown option " + args.get(i));
-                }
-            }
+        @Option(names = "--out", paramLabel = "FILE", description = "write the table there (default: print it)")
+        @Nullable Path target;
+    }
+
+    public static int run(List<String> args, PrintStream out, PrintStream err) {
+        Args a;
+        try {
+            a = SampleArgs.parse(new Args(), args);
+        } catch (IllegalArgumentException e) {
+            return usage(err, e.getMessage());
         }
-        if (inputs.isEmpty()) {
-            return usage(err, "--json is required");
-        }
+        List<Path> inputs = a.inputs;
+        Path target = a.target;
         List<CollReport> reports = new ArrayList<>();
         for (Path p : inputs) {
             try {

@@ -23,10 +23,13 @@ import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.samples.Blocking;
-import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.ExitCodes;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code bench-write-rank --min B --max B --iters N --warmup N}: one of the two ranks of
@@ -263,24 +266,37 @@ public final class WriteBenchRankSample implements Sample {
         }
     }
 
-    static Options parse(List<String> args) {
+    /** The options of {@code jmscclpp bench write} and of its ranks. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false, name = "write",
+            description = "HOST_IPC write bandwidth between two processes, beside an in-process copy of the same sizes")
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--min", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the smallest size, K/M/G suffixes (default: 4K)")
         long min = 4 << 10;
+        @Option(names = "--max", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the largest size (default: 256M)")
         long max = 256 << 20;
+        @Option(names = "--iters", paramLabel = "N", description = "timed writes per size (default: 2000)")
         int iters = 2000;
+        @Option(names = "--warmup", paramLabel = "N", description = "untimed writes first (default: 1000)")
         int warmup = 1000;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            String v = BenchArgs.value(args, i);
-            switch (opt) {
-                case "--min" -> min = ByteSizes.parse(opt, v);
-                case "--max" -> max = ByteSizes.parse(opt, v);
-                case "--iters" -> iters = BenchArgs.count(opt, v, 1);
-                case "--warmup" -> warmup = BenchArgs.count(opt, v, 0);
-                default -> throw new IllegalArgumentException("unknown option " + opt);
-            }
+
+        @Override
+        public void check() {
+            SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE);
+            SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE);
+            BenchArgs.checkSizeRange(min, max);
         }
-        BenchArgs.checkSizeRange(min, max);
-        return new Options(min, max, iters, warmup);
+    }
+
+    static Options parse(List<String> args) {
+        Args a = SampleArgs.parse(new Args(), args);
+        return new Options(a.min, a.max, a.iters, a.warmup);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 
     /** The arguments that make a rank run with {@code o}. */

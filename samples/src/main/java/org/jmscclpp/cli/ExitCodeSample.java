@@ -1,11 +1,16 @@
 package org.jmscclpp.cli;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.samples.Sample;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * Internal samples that exercise the launcher without any communication: {@code exit-code} exits with
@@ -45,6 +50,19 @@ public final class ExitCodeSample implements Sample {
 
     static ExitCodeSample waitForever() {
         return new ExitCodeSample(true);
+    }
+
+    /** The arguments of {@code exit-code} (wait-forever takes none), for its usage. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class)
+    static final class Args {
+        @Parameters(arity = "0..2", paramLabel = "CODES [TEXT]", description = "exit codes by rank, then a text to"
+                + " print")
+        List<String> args = new ArrayList<>();
+    }
+
+    @Override
+    public Object options() {
+        return forever ? new SampleArgs.None() : new Args();
     }
 
     @Override

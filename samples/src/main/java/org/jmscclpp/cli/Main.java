@@ -1,40 +1,46 @@
 package org.jmscclpp.cli;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
-import org.jmscclpp.bench.BootstrapBench;
-import org.jmscclpp.bench.CollBench;
-import org.jmscclpp.bench.CollOptions;
-import org.jmscclpp.bench.CudaProxyBench;
-import org.jmscclpp.bench.EthernetBench;
-import org.jmscclpp.bench.ProxyBench;
-import org.jmscclpp.bench.TuneCommand;
-import org.jmscclpp.bench.WriteBench;
+import java.util.function.Supplier;
+import org.jmscclpp.bench.BenchCommands;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.SampleArgs;
+import org.jmscclpp.samples.Version;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ParameterException;
 
 /**
  * The {@code jmscclpp} command line ({@code bin/jmscclpp} runs it):
  * <pre>
  * jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]   start N ranks of SAMPLE on this host
  * jmscclpp SAMPLE [args...]                                run one rank; who it is comes from the environment
- * jmscclpp bench bootstrap [options]                       TcpBootstrap latency table
- * jmscclpp bench write [options]                           HOST_IPC write bandwidth beside an in-process copy
- * jmscclpp bench ethernet [options]                        ETHERNET bandwidth and ping-pong beside raw TCP
- * jmscclpp bench proxy [options]                           proxy pollers, triggers and PortChannel ping-pong beside C
- * jmscclpp bench proxy --backend cuda [options]            the GPU paths between two GPUs beside MSCCL++ C++ 0.10
- * jmscclpp bench coll [options]                            a collective's sweep in nccl-tests' style, beside NCCL
- * jmscclpp bench plot --json RESULTS.json --plot FILE.png   draws a sweep that bench coll --json wrote
- * jmscclpp bench tune --json SWEEP.json ...                 the tuning table the sweeps measured
- * jmscclpp help                                            this text
+ * jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune [options]   the benchmarks
+ * jmscclpp help [COMMAND...], --help, --version
  * </pre>
- * Exit codes: 0 success, 1 failure, 2 usage error.
+ * Every command, benchmark and sample reads its options with picocli from an annotated class
+ * ({@code --opt value} and {@code --opt=value}; {@code -h}/{@code --help} prints its usage on stdout
+ * and exits 0; {@code -V}/{@code --version} prints the version). Exit codes: 0 success, 1 failure
+ * (wrong data, a failed rank), 2 usage error (what is wrong goes to stderr).
  */
 public final class Main {
+
+    /** The name of a command and what runs it once picocli has read and checked its options. */
+    private interface Action {
+        int run(Object options, List<String> args, PrintStream out, PrintStream err, Map<String, String> env);
+    }
+
+    /** A command of the tree: a supplier of fresh options (help and checks) and its action. */
+    private record Leaf(String name, Supplier<Object> options, Action action) {
+    }
 
     private Main() {
     }
@@ -54,6 +60,31 @@ public final class Main {
         System.exit(code);
     }
 
+    /** The top level: what {@code jmscclpp --help} shows. */
+    @Command(name = "jmscclpp", mixinStandardHelpOptions = true, versionProvider = Version.class,
+            customSynopsis = {"jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]",
+                    "       jmscclpp SAMPLE [args...]",
+                    "       jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune [options]",
+                    "       jmscclpp help [COMMAND...] | --help | --version", ""},
+            description = {"jmscclpp run starts N ranks of a sample on this host (default timeout 600 s); output"
+                    + " lines get a [rank R] prefix.",
+                    "jmscclpp SAMPLE runs one rank of it under a launcher: mpirun -np N (the id goes through its PMIx"
+                    + " server), torchrun --no-python (through its TCPStore), srun (PMIx, else the first node), or"
+                    + " with JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port (which overrides any"
+                    + " launcher's); where rank 0 hosts the root at an address, every rank needs the same"
+                    + " MSCCLPP_BOOTSTRAP_SECRET (16+ characters; run sets one) or MSCCLPP_BOOTSTRAP_INSECURE=1.",
+                    "jmscclpp bench runs the benchmarks (jmscclpp bench --help lists them).", ""},
+            footer = {"", "'jmscclpp COMMAND --help' (or 'jmscclpp help bench coll') shows a command's options.",
+                    "Exit codes: 0 success, 1 failure (wrong data, a failed rank), 2 usage error."})
+    static final class Top {
+    }
+
+    /** The bench group: what {@code jmscclpp bench --help} shows. */
+    @Command(name = "bench", mixinStandardHelpOptions = true, versionProvider = Version.class,
+            description = "Benchmarks: tables on stdout, progress on stderr.")
+    static final class Bench {
+    }
+
     /** The command line without exiting: returns the exit code. */
     static int run(List<String> args, PrintStream out, PrintStream err, Map<String, String> env) {
         if (args.isEmpty()) {
@@ -62,51 +93,182 @@ public final class Main {
         }
         String command = args.getFirst();
         List<String> rest = args.subList(1, args.size());
-        return switch (command) {
-            case "help", "-h", "--help" -> {
+        switch (command) {
+            case "-h", "--help" -> {
                 out.print(usage());
-                yield ExitCodes.OK;
+                return ExitCodes.OK;
             }
-            case "run" -> RunCommand.run(rest, out, err);
-            case "bench" -> bench(rest, out, err);
-            default -> runRank(command, rest, err, env);
-        };
-    }
-
-    private static int bench(List<String> args, PrintStream out, PrintStream err) {
-        String which = args.isEmpty() ? "" : args.getFirst();
-        List<String> rest = args.isEmpty() ? args : args.subList(1, args.size());
-        return switch (which) {
-            case "bootstrap" -> BootstrapBench.run(rest, out, err);
-            case "write" -> WriteBench.run(rest, out, err);
-            case "ethernet" -> EthernetBench.run(rest, out, err);
-            case "proxy" -> ProxyBench.run(rest, out, err);
-            case "coll" -> CollBench.run(rest, out, err);
-            case "plot" -> CollBench.plot(rest, out, err);
-            case "tune" -> TuneCommand.run(rest, out, err);
-            case "native" -> org.jmscclpp.bench.NativeCallBench.run(rest, out, err);
+            case "-V", "--version" -> {
+                printVersion(out);
+                return ExitCodes.OK;
+            }
+            case "help" -> {
+                return help(rest, out, err);
+            }
+            case "bench" -> {
+                return bench(rest, out, err, env);
+            }
             default -> {
-                err.println("jmscclpp bench: which benchmark? one of: bootstrap, write, proxy, ethernet, coll, plot, tune");
-                err.println("usage: " + BootstrapBench.SYNOPSIS);
-                err.println("       " + WriteBench.SYNOPSIS);
-                err.println("       " + EthernetBench.SYNOPSIS);
-                err.println("       " + ProxyBench.SYNOPSIS);
-                err.println("       " + CudaProxyBench.SYNOPSIS);
-                err.println("       " + CollOptions.SYNOPSIS);
-                err.println("       " + CollBench.PLOT_SYNOPSIS);
-                err.println("       " + TuneCommand.SYNOPSIS);
-                yield ExitCodes.USAGE;
+                Leaf leaf = commands().get(command);
+                if (leaf == null) {
+                    err.println("jmscclpp: " + (command.startsWith("-") ? "unknown option '" + command + "'"
+                            : "unknown command or sample '" + command + "'") + "; " + sampleNames());
+                    err.println("run 'jmscclpp --help' for usage");
+                    return ExitCodes.USAGE;
+                }
+                return execute("jmscclpp " + command, leaf, rest, out, err, env);
             }
-        };
+        }
     }
 
-    private static int runRank(String name, List<String> args, PrintStream err, Map<String, String> env) {
-        Samples.Entry entry = Samples.find(name).orElse(null);
-        if (entry == null) {
-            err.println("jmscclpp: unknown command or sample '" + name + "'; " + sampleNames());
-            err.println("run 'jmscclpp help' for usage");
+    private static int bench(List<String> args, PrintStream out, PrintStream err, Map<String, String> env) {
+        String which = args.isEmpty() ? "" : args.getFirst();
+        if (which.equals("-h") || which.equals("--help")) {
+            out.print(benchUsage());
+            return ExitCodes.OK;
+        }
+        if (which.equals("-V") || which.equals("--version")) {
+            printVersion(out);
+            return ExitCodes.OK;
+        }
+        Leaf leaf = benches().get(which);
+        if (leaf == null) {
+            err.println("jmscclpp bench: " + (which.isEmpty() ? "which benchmark?" : "no benchmark '" + which + "'")
+                    + " one of: " + String.join(", ", benches().keySet()));
+            err.print(benchUsage());
             return ExitCodes.USAGE;
         }
+        return execute("jmscclpp bench " + which, leaf, args.subList(1, args.size()), out, err, env);
+    }
+
+    /** {@code help [COMMAND...]}: the usage of the whole or of one command, on stdout. */
+    private static int help(List<String> args, PrintStream out, PrintStream err) {
+        if (args.isEmpty()) {
+            out.print(usage());
+            return ExitCodes.OK;
+        }
+        Leaf leaf;
+        String name;
+        if (args.getFirst().equals("bench")) {
+            if (args.size() == 1) {
+                out.print(benchUsage());
+                return ExitCodes.OK;
+            }
+            leaf = benches().get(args.get(1));
+            name = "jmscclpp bench " + args.get(1);
+        } else {
+            leaf = commands().get(args.getFirst());
+            name = "jmscclpp " + args.getFirst();
+        }
+        if (leaf == null) {
+            err.println("jmscclpp help: no command '" + String.join(" ", args) + "'; run 'jmscclpp --help'");
+            return ExitCodes.USAGE;
+        }
+        commandLine(name, leaf).usage(out);
+        return ExitCodes.OK;
+    }
+
+    /**
+     * Reads {@code args} into the leaf's options with picocli: prints the usage or the version when
+     * asked, a usage error (exit 2) when an option is wrong, else runs the leaf.
+     */
+    private static int execute(String name, Leaf leaf, List<String> args, PrintStream out, PrintStream err,
+                               Map<String, String> env) {
+        CommandLine cl = commandLine(name, leaf);
+        Object options = cl.getCommand();
+        try {
+            cl.parseArgs(args.toArray(String[]::new));
+            if (cl.isUsageHelpRequested()) {
+                cl.usage(out);
+                return ExitCodes.OK;
+            }
+            if (cl.isVersionHelpRequested()) {
+                printVersion(out);
+                return ExitCodes.OK;
+            }
+            if (options instanceof SampleArgs.Checked c) {
+                c.check();
+            }
+        } catch (ParameterException | IllegalArgumentException e) {
+            err.println(name + ": " + e.getMessage());
+            err.print(cl.getHelp().synopsisHeading() + cl.getHelp().synopsis(0));
+            err.println("run '" + name + " --help' for more");
+            return ExitCodes.USAGE;
+        }
+        return leaf.action().run(options, args, out, err, env);
+    }
+
+    private static CommandLine commandLine(String name, Leaf leaf) {
+        Object options = leaf.options().get();
+        CommandLine cl = SampleArgs.commandLine(options).setCommandName(name);
+        if (options instanceof RunCommand) {
+            // the sample's arguments follow its name untouched
+            cl.setStopAtPositional(true);
+        }
+        return cl;
+    }
+
+    private static void printVersion(PrintStream out) {
+        for (String line : new Version().getVersion()) {
+            out.println(line);
+        }
+    }
+
+    /** {@code run} and every sample, by name. */
+    private static Map<String, Leaf> commands() {
+        Map<String, Leaf> m = new LinkedHashMap<>();
+        m.put("run", new Leaf("run", RunCommand::new, (o, a, out, err, env) -> startRun((RunCommand) o, out, err,
+                env)));
+        for (Samples.Entry e : Samples.all()) {
+            m.put(e.name(), sampleLeaf(e));
+        }
+        return m;
+    }
+
+    private static Leaf sampleLeaf(Samples.Entry e) {
+        return new Leaf(e.name(), () -> e.sample().options(), (o, a, out, err, env) -> runRank(e, a, err, env));
+    }
+
+    /** The benchmarks, by name. */
+    private static Map<String, Leaf> benches() {
+        Map<String, Leaf> m = new LinkedHashMap<>();
+        for (BenchCommands.Bench b : BenchCommands.all()) {
+            m.put(b.name(), new Leaf(b.name(), b.options(), (o, a, out, err, env) -> b.run(a, out, err)));
+        }
+        return m;
+    }
+
+    /** {@code run}: checks the sample's arguments against its options (its --help too), then starts the ranks. */
+    private static int startRun(RunCommand run, PrintStream out, PrintStream err, Map<String, String> env) {
+        Samples.Entry entry = Samples.find(run.sample).orElseThrow();
+        String name = "jmscclpp " + entry.name();
+        CommandLine sample = commandLine(name, sampleLeaf(entry));
+        try {
+            sample.parseArgs(run.sampleArgs.toArray(String[]::new));
+            if (sample.isUsageHelpRequested()) {
+                sample.usage(out);
+                return ExitCodes.OK;
+            }
+            if (sample.getCommand() instanceof SampleArgs.Checked c) {
+                c.check();
+            }
+        } catch (ParameterException | IllegalArgumentException e) {
+            err.println("jmscclpp run: " + entry.name() + ": " + e.getMessage());
+            err.println("run '" + name + " --help' for its options");
+            return ExitCodes.USAGE;
+        }
+        return run.start(out, err);
+    }
+
+    /** {@code jmscclpp run ARGS} as {@link #run} would run it (tests). */
+    static int runCommand(List<String> args, PrintStream out, PrintStream err) {
+        List<String> all = new ArrayList<>(List.of("run"));
+        all.addAll(args);
+        return run(all, out, err, Map.of());
+    }
+
+    private static int runRank(Samples.Entry entry, List<String> args, PrintStream err, Map<String, String> env) {
+        String name = entry.name();
         RankEnvironment rank;
         try {
             rank = RankEnvironment.from(env);
@@ -147,45 +309,38 @@ public final class Main {
         return names.toString();
     }
 
+    /** The whole usage: picocli's for the top level, with the commands, benchmarks and public samples. */
     static String usage() {
-        StringBuilder sb = new StringBuilder();
-        sb.append("usage: jmscclpp COMMAND\n\n");
-        sb.append("  jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]\n");
-        sb.append("      start N ranks of SAMPLE on this host (default timeout ")
-                .append(RunCommand.DEFAULT_TIMEOUT.toSeconds()).append(" s); output lines get a [rank R] prefix\n");
-        sb.append("  jmscclpp SAMPLE [args...]\n");
-        sb.append("      run one rank of SAMPLE under a launcher: mpirun -np N (the id goes through its PMIx server),\n");
-        sb.append("      torchrun --no-python (through its TCPStore), srun (PMIx, else the first node), or with\n");
-        sb.append("      JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE and MSCCLPP_COMM_ID=ip:port (which overrides any launcher's);\n");
-        sb.append("      where rank 0 hosts the root at an address, every rank needs the same MSCCLPP_BOOTSTRAP_SECRET\n");
-        sb.append("      (16+ characters; run sets one) or MSCCLPP_BOOTSTRAP_INSECURE=1\n");
-        sb.append("  jmscclpp ").append(BootstrapBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      TcpBootstrap latencies: separate processes and ranks in one JVM, beside Open MPI\n");
-        sb.append("  jmscclpp ").append(WriteBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      HOST_IPC write bandwidth between two processes, beside an in-process copy of the same sizes\n");
-        sb.append("  jmscclpp ").append(EthernetBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      ETHERNET write bandwidth and 1-int ping-pong between two processes, beside a raw TCP socket pair\n");
-        sb.append("  jmscclpp ").append(ProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      ProxyService and PortChannel between two processes: virtual- beside platform-thread poller\n");
-        sb.append("      (trigger cost, triggers/s, ping-pong 1 to 4M ints), ping-pong beside a C shared-memory floor\n");
-        sb.append("  jmscclpp ").append(CudaProxyBench.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      the same on two GPUs over CUDA_IPC: FIFO, d2d semaphore, PortChannel round trip and bandwidth,\n");
-        sb.append("      LL8/LL16 packets beside MSCCL++ C++ 0.10's figures, and the hot driver bindings' cost per call\n");
-        sb.append("  jmscclpp ").append(CollOptions.SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      a collective's sweep over sizes in nccl-tests' style (time, algbw, busbw, #wrong per size,\n");
-        sb.append("      out-of-place and in-place) on the library's CollectiveComm, any type and reduction;\n");
-        sb.append("      --baseline nccl adds NCCL's time and the ratio (cuda backend), --staged on the time on\n");
-        sb.append("      unregistered buffers; prints the Mono form's call overhead at 1 KiB\n");
-        sb.append("  jmscclpp ").append(CollBench.PLOT_SYNOPSIS.substring("jmscclpp ".length())).append('\n');
-        sb.append("      draws busbw and time against size from a sweep's --json (where a JDK with java.desktop is)\n");
-        sb.append("  jmscclpp help\n\n");
-        sb.append("samples:\n");
+        CommandLine top = new CommandLine(new Top());
+        top.addSubcommand("run", commandLine("run", commands().get("run")));
+        top.addSubcommand("bench", benchCommandLine());
+        top.addSubcommand("help", new CommandLine(new HelpCommand()));
         for (Samples.Entry e : Samples.all()) {
             if (!e.internal()) {
-                sb.append(String.format("  %-16s %s%n", e.name(), e.synopsis()));
+                CommandLine s = commandLine(e.name(), sampleLeaf(e));
+                s.getCommandSpec().usageMessage().description(e.synopsis());
+                top.addSubcommand(e.name(), s);
             }
         }
-        sb.append("\nexit codes: 0 success, 1 failure, 2 usage error\n");
-        return sb.toString();
+        return top.getUsageMessage().replace("\nCommands:\n", "\nCommands and samples:\n");
+    }
+
+    private static String benchUsage() {
+        return benchCommandLine().getUsageMessage();
+    }
+
+    private static CommandLine benchCommandLine() {
+        CommandLine bench = new CommandLine(new Bench()).setCommandName("jmscclpp bench");
+        for (Map.Entry<String, Leaf> b : benches().entrySet()) {
+            bench.addSubcommand(b.getKey(), commandLine(b.getKey(), b.getValue()));
+        }
+        return bench;
+    }
+
+    /** {@code help [COMMAND...]} in the top-level usage (run by {@link #help}). */
+    @Command(name = "help", description = "This text, or a command's usage: help bench coll, help allgather.")
+    static final class HelpCommand {
+        @picocli.CommandLine.Parameters(arity = "0..2", paramLabel = "COMMAND")
+        List<String> command = new ArrayList<>();
     }
 }

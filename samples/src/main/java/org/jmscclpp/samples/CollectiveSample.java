@@ -10,7 +10,6 @@ import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Backends;
 import org.jmscclpp.core.Communicator;
-import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
@@ -18,6 +17,8 @@ import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.publisher.Flux;
 
 /**
@@ -60,7 +61,7 @@ public final class CollectiveSample implements Sample {
     }
 
     public static String synopsis(CollectiveKind kind) {
-        return "[--backend host|cuda] [--algo A] [-d float]" + (kind.reduces() ? " [--redop sum]" : "")
+        return "[--backend host|cuda] [--algo A] [-d float]" + (kind.reduces() ? " [-o sum]" : "")
                 + (kind.rooted() ? " [--root 0]" : "") + " [--bytes 1M] [--iters 20]: " + switch (kind) {
                     case ALL_REDUCE -> "the reduction of every rank's buffer on every rank";
                     case ALL_GATHER -> "every rank's slice on every rank (S = the whole output)";
@@ -77,41 +78,49 @@ public final class CollectiveSample implements Sample {
                    int iters) {
     }
 
-    static Options parse(String sample, List<String> args) {
+    /** The options as picocli reads them. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--backend", paramLabel = "host|cuda", description = "the backend (default: host)")
         String backend = "host";
-        String algorithm = null;
+        @Option(names = "--algo", paramLabel = "A", description = "the algorithm (default: the tuning table's)")
+        @Nullable String algorithm;
+        @Option(names = {"-d", "--datatype", "--type"}, paramLabel = "TYPE", converter = SampleArgs.Type.class,
+                description = "the element type, by nccl-tests' names: float, half, bfloat16, double, f8e4m3, f8e5m2,"
+                        + " int8, uint8, int32, uint32, int64, uint64 (default: float)")
         DataType type = DataType.FLOAT32;
+        @Option(names = {"-o", "--op", "--redop"}, paramLabel = "OP", converter = SampleArgs.Reduction.class,
+                description = "the reduction: sum, prod, min, max, avg (default: sum)")
         ReduceOp op = ReduceOp.SUM;
-        int root = 0;
+        @Option(names = {"-r", "--root"}, paramLabel = "R", description = "the root of broadcast and reduce (default: 0)")
+        int root;
+        @Option(names = "--bytes", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "the size S in bytes, K/M/G suffixes (default: 1M)")
         long bytes = DEFAULT_BYTES;
+        @Option(names = {"-n", "--iters"}, paramLabel = "I", description = "timed calls (default: 20)")
         int iters = DEFAULT_ITERS;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            if (i + 1 >= args.size()) {
-                throw SampleArgs.usage(sample, opt + " needs a value");
-            }
-            String v = args.get(i + 1);
-            try {
-                switch (opt) {
-                    case "--backend" -> backend = v;
-                    case "--algo" -> algorithm = v;
-                    case "-d", "--type" -> type = DataType.parse(v);
-                    case "--redop", "-o" -> op = ReduceOp.parse(v);
-                    case "--root" -> root = SampleArgs.count(opt, v, 0, 1023);
-                    case "--bytes" -> bytes = ByteSizes.parse(opt, v);
-                    case "--iters" -> iters = SampleArgs.count(opt, v, 1, 10_000_000);
-                    default -> throw new IllegalArgumentException("unknown option " + opt);
-                }
-            } catch (IllegalArgumentException e) {
-                throw SampleArgs.usage(sample, e.getMessage());
-            } catch (JmscclppException e) {
-                throw SampleArgs.usage(sample, e.detail());
+
+        @Override
+        public void check() {
+            SampleArgs.range("--root", root, 0, 1023);
+            SampleArgs.range("--iters", iters, 1, 10_000_000);
+            if (bytes < 1) {
+                throw new IllegalArgumentException("--bytes must be at least 1");
             }
         }
-        if (bytes < 1) {
-            throw SampleArgs.usage(sample, "--bytes must be at least 1");
+
+        Options options() {
+            return new Options(backend, algorithm, type, op, root, bytes, iters);
         }
-        return new Options(backend, algorithm, type, op, root, bytes, iters);
+    }
+
+    static Options parse(String sample, List<String> args) {
+        return SampleArgs.parse(sample, new Args(), args).options();
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 
     @Override

@@ -32,6 +32,8 @@ import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.cuda.kernel.Kernel;
 import org.jmscclpp.cuda.kernel.KernelArgs;
 import org.jmscclpp.cuda.kernel.LaunchConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code overlap [--backend host|cuda] [--tiles K] [--tile-bytes B] [--passes P] [--iters I]}:
@@ -206,38 +208,45 @@ public final class OverlapSample implements Sample {
         return wrong;
     }
 
-    static Options parse(List<String> args) {
+    /** The options as picocli reads them. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--backend", paramLabel = "host|cuda", description = "the backend (default: host)")
         String backend = "host";
+        @Option(names = "--tiles", paramLabel = "T", description = "tiles per rank (default: 8)")
         int tiles = 8;
+        @Option(names = "--tile-bytes", paramLabel = "S", converter = SampleArgs.Bytes.class,
+                description = "bytes per tile, K/M suffixes (default: 1M)")
         long tileBytes = 1 << 20;
+        @Option(names = "--passes", paramLabel = "P", description = "FMA passes of the compute per tile (default: 64)")
         int passes = 64;
+        @Option(names = "--iters", paramLabel = "I", description = "timed runs (default: 5)")
         int iters = 5;
-        for (int i = 0; i < args.size(); i += 2) {
-            String opt = args.get(i);
-            if (i + 1 >= args.size()) {
-                throw usage(opt + " needs a value");
+
+        @Override
+        public void check() {
+            SampleArgs.range("--tiles", tiles, 1, 1024);
+            SampleArgs.range("--passes", passes, 0, Integer.MAX_VALUE);
+            SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE);
+            if (tileBytes < Float.BYTES || tileBytes % Float.BYTES != 0) {
+                throw new IllegalArgumentException("--tile-bytes must be a positive multiple of 4 (tiles hold floats),"
+                        + " not " + tileBytes);
             }
-            String v = args.get(i + 1);
-            try {
-                switch (opt) {
-                    case "--backend" -> backend = v;
-                    case "--tiles" -> tiles = SampleArgs.count(opt, v, 1, 1024);
-                    case "--tile-bytes" -> tileBytes = ByteSizes.parse(opt, v);
-                    case "--passes" -> passes = SampleArgs.count(opt, v, 0);
-                    case "--iters" -> iters = SampleArgs.count(opt, v, 1);
-                    default -> throw usage("unknown option " + opt);
-                }
-            } catch (IllegalArgumentException e) {
-                throw usage(e.getMessage());
+            if (tiles * tileBytes >= MAX_BUFFER) {
+                throw new IllegalArgumentException("--tiles times --tile-bytes must stay below 2 GiB, not "
+                        + tiles * tileBytes);
             }
         }
-        if (tileBytes < Float.BYTES || tileBytes % Float.BYTES != 0) {
-            throw usage("--tile-bytes must be a positive multiple of 4 (tiles hold floats), not " + tileBytes);
-        }
-        if (tiles * tileBytes >= MAX_BUFFER) {
-            throw usage("--tiles times --tile-bytes must stay below 2 GiB, not " + tiles * tileBytes);
-        }
-        return new Options(backend, tiles, tileBytes, passes, iters);
+    }
+
+    static Options parse(List<String> args) {
+        Args a = SampleArgs.parse(NAME, new Args(), args);
+        return new Options(a.backend, a.tiles, a.tileBytes, a.passes, a.iters);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 
     private static JmscclppException usage(String detail) {

@@ -26,6 +26,15 @@ public interface Sample {
      */
     int run(RankEnvironment env, List<String> args) throws Exception;
 
+    /**
+     * A fresh object of this sample's options, annotated for picocli ({@link SampleArgs}): the command
+     * line checks a sample's arguments against it before it starts any rank and prints its
+     * {@code --help} from it. The default declares no option.
+     */
+    default Object options() {
+        return new SampleArgs.None();
+    }
+
     /** Refuses any argument for the sample {@code name}: {@link ErrorCode#INVALID_USAGE} listing them. */
     static void requireNoArguments(String name, List<String> args) {
         if (!args.isEmpty()) {

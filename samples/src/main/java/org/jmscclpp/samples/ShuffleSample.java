@@ -25,6 +25,9 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.DataType;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code shuffle [--backend host|cuda] [--records N] [--seed S]}: the exchange at the heart of a
@@ -341,21 +344,41 @@ public final class ShuffleSample implements Sample {
         return timeout.plusSeconds(5);
     }
 
-    static Options parse(List<String> list) {
-        SampleArgs args = new SampleArgs(NAME, list);
+    /** The options as picocli reads them. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--backend", paramLabel = "host|cuda", description = "the backend (default: host)")
         String backend = "host";
+        @Option(names = "--records", paramLabel = "N", converter = SampleArgs.Count.class,
+                description = "records per rank, K/M suffixes (default: 1000000)")
         long records = DEFAULT_RECORDS;
+        @Option(names = "--seed", paramLabel = "S", converter = SampleArgs.Word.class,
+                description = "the data set's seed, decimal or 0x hexadecimal (default: 42)")
         long seed = DEFAULT_SEED;
-        int corrupt = -1;
-        for (int i = 0; i < args.size(); i += 2) {
-            switch (args.option(i)) {
-                case "--backend" -> backend = args.choice(i, List.of("host", "cuda"));
-                case "--records" -> records = args.count(i, 1, MAX_RECORDS);
-                case "--seed" -> seed = args.word(i);
-                case "--corrupt" -> corrupt = args.integer(i, 0, Integer.MAX_VALUE);
-                default -> throw args.usage("unknown option " + args.option(i) + "; usage: " + NAME + " " + SYNOPSIS);
+        @Option(names = "--corrupt", paramLabel = "R", hidden = true,
+                description = "rank R corrupts one record it sends (tests the check)")
+        @Nullable Integer corrupt;
+
+        @Override
+        public void check() {
+            if (!backend.equals("host") && !backend.equals("cuda")) {
+                throw new IllegalArgumentException("--backend is one of host, cuda, got '" + backend + "'");
+            }
+            SampleArgs.range("--records", records, 1, MAX_RECORDS);
+            if (corrupt != null) {
+                SampleArgs.range("--corrupt", corrupt, 0, Integer.MAX_VALUE);
             }
         }
-        return new Options(backend, records, seed, corrupt);
+    }
+
+    static Options parse(List<String> list) {
+        Args a = SampleArgs.parse(NAME, new Args(), list);
+        Integer corrupt = a.corrupt;
+        return new Options(a.backend, a.records, a.seed, corrupt != null ? corrupt : -1);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 }

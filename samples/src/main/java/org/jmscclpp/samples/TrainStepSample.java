@@ -18,6 +18,9 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jspecify.annotations.Nullable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -297,36 +300,63 @@ public final class TrainStepSample implements Sample {
         }
     }
 
-    static Options parse(List<String> list) {
-        SampleArgs args = new SampleArgs(NAME, list);
+    /** The options as picocli reads them. */
+    @Command(mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false)
+    static final class Args implements SampleArgs.Checked {
+        @Option(names = "--backend", paramLabel = "cuda|host", description = "the backend (default: cuda)")
         String backend = "cuda";
+        @Option(names = "--buckets", paramLabel = "B", description = "gradient buckets (default: 8)")
         int buckets = 8;
-        long floats = -1;
-        int passes = -1;
+        @Option(names = "--bucket-floats", paramLabel = "F", converter = SampleArgs.Count.class,
+                description = "floats per bucket, K/M suffixes (default: 1M on cuda, less on host)")
+        @Nullable Long floats;
+        @Option(names = "--passes", paramLabel = "P", description = "FMA passes of the compute per bucket")
+        @Nullable Integer passes;
+        @Option(names = "--steps", paramLabel = "S", description = "training steps (default: 5)")
         int steps = 5;
+        @Option(names = "--op", paramLabel = "avg|sum", converter = SampleArgs.Reduction.class,
+                description = "the gradients' reduction (default: avg)")
         ReduceOp op = ReduceOp.AVG;
-        for (int i = 0; i < args.size(); i += 2) {
-            switch (args.option(i)) {
-                case "--backend" -> backend = args.choice(i, List.of("cuda", "host"));
-                case "--buckets" -> buckets = args.integer(i, 1, MAX_BUCKETS);
-                case "--bucket-floats" -> floats = args.count(i, 1, MAX_FLOATS);
-                case "--passes" -> passes = args.integer(i, 0, 1 << 20);
-                case "--steps" -> steps = args.integer(i, 1, 10_000);
-                case "--op" -> op = ReduceOp.parse(args.choice(i, List.of("avg", "sum")));
-                default -> throw args.usage("unknown option " + args.option(i) + "; usage: " + NAME + " " + SYNOPSIS);
+
+        @Override
+        public void check() {
+            if (!backend.equals("host") && !backend.equals("cuda")) {
+                throw new IllegalArgumentException("--backend is one of cuda, host, got '" + backend + "'");
+            }
+            SampleArgs.range("--buckets", buckets, 1, MAX_BUCKETS);
+            if (floats != null) {
+                SampleArgs.range("--bucket-floats", floats, 1, MAX_FLOATS);
+            }
+            if (passes != null) {
+                SampleArgs.range("--passes", passes, 0, 1 << 20);
+            }
+            SampleArgs.range("--steps", steps, 1, 10_000);
+            if (op != ReduceOp.AVG && op != ReduceOp.SUM) {
+                throw new IllegalArgumentException("--op is one of avg, sum, got '" + op.label() + "'");
+            }
+            boolean host = backend.equals("host");
+            if (buckets * bucketFloats(host) > MAX_FLOATS) {
+                throw new IllegalArgumentException("--buckets × --bucket-floats must stay within " + MAX_FLOATS
+                        + " floats (4 GiB), not " + buckets * bucketFloats(host));
             }
         }
-        boolean host = backend.equals("host");
-        if (floats < 0) {
-            floats = host ? HOST_BUCKET_FLOATS : GPU_BUCKET_FLOATS;
+
+        long bucketFloats(boolean host) {
+            Long f = floats;
+            return f != null ? f : host ? HOST_BUCKET_FLOATS : GPU_BUCKET_FLOATS;
         }
-        if (passes < 0) {
-            passes = host ? HOST_PASSES : GPU_PASSES;
-        }
-        if (buckets * floats > MAX_FLOATS) {
-            throw args.usage("--buckets × --bucket-floats must stay within " + MAX_FLOATS + " floats (4 GiB), not "
-                    + buckets * floats);
-        }
-        return new Options(backend, buckets, floats, passes, steps, op);
+    }
+
+    static Options parse(List<String> list) {
+        Args a = SampleArgs.parse(NAME, new Args(), list);
+        boolean host = a.backend.equals("host");
+        Integer passes = a.passes;
+        return new Options(a.backend, a.buckets, a.bucketFloats(host), passes != null ? passes
+                : host ? HOST_PASSES : GPU_PASSES, a.steps, a.op);
+    }
+
+    @Override
+    public Object options() {
+        return new Args();
     }
 }

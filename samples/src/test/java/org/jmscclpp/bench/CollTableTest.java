@@ -4,12 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.jr.ob.JSON;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 class CollTableTest {
@@ -167,7 +172,6 @@ class CollTableTest {
         assertEquals(plain, CollJson.read(CollJson.write(plain)));
         assertThrows(IllegalArgumentException.class, () -> CollJson.read("{\"collective\": \"all_reduce\"}"));
         assertThrows(IllegalArgumentException.class, () -> CollJson.read("{"));
-        assertEquals("\"a\\\"b\\\\c\\n\"", CollJson.quote("a\"b\\c\n"));
     }
 
     @Test
@@ -217,6 +221,63 @@ class CollTableTest {
                 List.of("--graph", "2"), List.of("-n", "0"), List.of("--staged", "yes"), List.of("--overhead", "-1"),
                 List.of("--op", "reduce", "--root", "2"), List.of("--what", "1"))) {
             assertThrows(IllegalArgumentException.class, () -> CollOptions.parse(bad), bad::toString);
+        }
+    }
+
+    @Test
+    void ncclTestsFlagsHaveNcclTestsMeanings() {
+        CollOptions o = CollOptions.parse(List.of("allreduce", "--ranks=2", "-o", "max", "-d", "int32", "-b", "1K",
+                "-e", "1M", "-f", "4", "-n", "7", "-w", "2", "-c", "0", "-g", "1", "-t", "1"));
+        assertEquals(CollectiveKind.ALL_REDUCE, o.kind());
+        assertEquals(2, o.ranks());
+        assertEquals(ReduceOp.MAX, o.op());
+        assertEquals(DataType.INT32, o.type());
+        assertEquals(List.of(1024L, 4096L, 16384L, 65536L, 262144L, 1048576L), o.sizes());
+        assertTrue(o.iters() == 7 && o.warmup() == 2 && o.check() == 0, o.toString());
+        assertEquals(o, CollOptions.parse(o.rankArgs()), "the ranks read what the command read");
+        CollOptions longForms = CollOptions.parse(List.of("--coll=reducescatter", "--op=prod", "--datatype=bfloat16",
+                "--minbytes=2K", "--maxbytes=8K", "--stepfactor=2", "--iters=3", "--warmup_iters=0", "--check=1"));
+        assertEquals(CollectiveKind.REDUCE_SCATTER, longForms.kind());
+        assertEquals(ReduceOp.PROD, longForms.op());
+        assertEquals(DataType.BFLOAT16, longForms.type());
+        assertEquals(List.of(2048L, 4096L, 8192L), longForms.sizes());
+        assertEquals(CollectiveKind.ALL_GATHER, CollOptions.parse(List.of("all_gather_perf")).kind());
+        assertEquals(CollectiveKind.ALL_REDUCE, CollOptions.parse(List.of()).kind(), "allreduce by default");
+        for (List<String> bad : List.of(List.of("-g", "2"), List.of("-t", "2"), List.of("--ngpus=8"),
+                List.of("allreduce", "--coll", "allgather"), List.of("-o", "bogus"), List.of("scan"))) {
+            assertThrows(IllegalArgumentException.class, () -> CollOptions.parse(bad), bad::toString);
+        }
+    }
+
+    @Test
+    void theJsonIsJacksonJrsAndReadsBackWithIt() throws Exception {
+        CollReport r = report(CollectiveKind.ALL_REDUCE, ReduceOp.MAX, -1, 2, List.of(
+                m("jmscclpp", CollectiveKind.ALL_REDUCE, 1024, 256, false, 3.123456, 0)),
+                null);
+        Map<String, Object> json = JSON.std.mapFrom(CollJson.write(r));
+        assertEquals("all_reduce", json.get("collective"));
+        assertEquals("max", json.get("op"));
+        List<?> rows = (List<?>) json.get("rows");
+        assertEquals(1, rows.size());
+        assertEquals(3.1235, ((Number) ((Map<?, ?>) rows.getFirst()).get("time_us")).doubleValue());
+        assertEquals(null, json.get("overhead"));
+    }
+
+    @Test
+    void everyCommittedSweepInDocsDataStillReads() throws Exception {
+        Path data = Path.of("").toAbsolutePath().getParent().resolve("docs/data");
+        Assumptions.assumeTrue(Files.isDirectory(data), () -> "no " + data + " (not a checkout)");
+        List<Path> sweeps;
+        try (Stream<Path> files = Files.walk(data)) {
+            sweeps = files.filter(p -> p.toString().endsWith(".json")).sorted().toList();
+        }
+        assertTrue(sweeps.size() >= 10, sweeps.toString());
+        for (Path p : sweeps) {
+            CollReport report = CollJson.read(Files.readString(p));
+            assertTrue(!report.rows().isEmpty(), p.toString());
+            CollReport again = CollJson.read(CollJson.write(report));
+            assertEquals(report.rows().size(), again.rows().size(), p.toString());
+            assertEquals(CollTable.render(report), CollTable.render(again), p + " prints the same after a round trip");
         }
     }
 }

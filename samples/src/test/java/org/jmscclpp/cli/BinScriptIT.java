@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jmscclpp.samples.Version;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -70,7 +71,14 @@ class BinScriptIT {
     void helpPrintsUsage() throws Exception {
         Result r = run(Map.of(), "help");
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.out().startsWith("usage: jmscclpp"), r.out());
+        assertTrue(r.out().startsWith("Usage: jmscclpp"), r.out());
+    }
+
+    @Test
+    void versionPrintsTheProjectVersion() throws Exception {
+        Result r = run(Map.of(), "--version");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().startsWith("jmscclpp " + Version.get() + "\n"), r.out());
     }
 
     @Test
@@ -101,5 +109,8 @@ class BinScriptIT {
                 "run", "-n", "1", "exit-code", "0", "bundled");
         assertEquals(0, r.code(), r.err());
         assertEquals("[rank 0] rank 0 of 1: bundled", r.out().strip());
+        Result version = run(Map.of("JMSCCLPP_HOME", bundle.toString(), "JAVA_HOME", "/nonexistent"), "-V");
+        assertEquals(0, version.code(), version.err());
+        assertTrue(version.out().startsWith("jmscclpp " + Version.get() + "\n"), version.out());
     }
 }

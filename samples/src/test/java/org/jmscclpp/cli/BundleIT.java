@@ -27,6 +27,7 @@ import java.util.stream.Stream;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 import org.apiguardian.api.API;
+import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -191,6 +192,9 @@ class BundleIT {
         }
         String runtime = bundle.resolve("runtime").toString();
         assertEquals(List.of(runtime, runtime, runtime), homes, r.both());
+        Result version = run(bundle.resolve("bin/jmscclpp"), hostEnv(), 60, "--version");
+        assertEquals(0, version.code(), version.both());
+        assertTrue(version.out().startsWith("jmscclpp " + Version.get() + "\n"), version.both());
     }
 
     @Test
