@@ -631,7 +631,7 @@ public final class CudaBackend implements Backend {
         } catch (DescriptorServer.Unreachable unreachable) {
             try {
                 int fd = takeDescriptorByPidfd(h.pid(), h.fd());
-                LOG.fine("the descriptor server @" + h.serverName() + " of pid " + h.pid() + " is unreachable ("
+                LOG.log(Level.DEBUG, "the descriptor server @" + h.serverName() + " of pid " + h.pid() + " is unreachable ("
                         + unreachable.getMessage() + "); took descriptor " + h.fd() + " by pidfd_getfd");
                 return fd;
             } catch (JmscclppException pidfd) {

@@ -3,6 +3,7 @@ package org.jmscclpp.cuda;
 import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
+import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -16,9 +17,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.nativebridge.LibC;
 
 /**
@@ -71,7 +73,7 @@ final class DescriptorServer implements AutoCloseable {
     private static final int MAX_FDS = 8;
     private static final int CONTROL_BYTES = LibC.CMSGHDR_BYTES + MAX_FDS * Integer.BYTES;
     private static final String PHASE = "importMemory";
-    private static final Logger LOG = Logger.getLogger(DescriptorServer.class.getName());
+    private static final System.Logger LOG = Log.logger(DescriptorServer.class, Subsystem.P2P);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final String name;
@@ -209,7 +211,7 @@ final class DescriptorServer implements AutoCloseable {
             LibC.INSTANCE.close(wakeFd);
         } else {
             // closing a descriptor a live thread still uses could hand its number to another file
-            LOG.warning("the descriptor server @" + name + " of " + owner + " did not stop within "
+            LOG.log(Level.WARNING, "the descriptor server @" + name + " of " + owner + " did not stop within "
                     + (CLIENT_TIMEOUT_MS + 1_000) + " ms; its two sockets are left open");
         }
     }
@@ -239,7 +241,7 @@ final class DescriptorServer implements AutoCloseable {
                     if (errno == LibC.EINTR) {
                         continue;
                     }
-                    LOG.severe("the descriptor server @" + name + " of " + owner + " stops: poll failed with "
+                    LOG.log(Level.ERROR, "the descriptor server @" + name + " of " + owner + " stops: poll failed with "
                             + LibC.describe(errno));
                     return;
                 }
@@ -248,7 +250,7 @@ final class DescriptorServer implements AutoCloseable {
                 }
                 short events = polls.getShort(6);
                 if ((events & LibC.POLLIN) == 0) {
-                    LOG.severe("the descriptor server @" + name + " of " + owner + " stops: its socket reports events 0x"
+                    LOG.log(Level.ERROR, "the descriptor server @" + name + " of " + owner + " stops: its socket reports events 0x"
                             + Integer.toHexString(events));
                     return;
                 }
@@ -259,14 +261,14 @@ final class DescriptorServer implements AutoCloseable {
                         continue;   // the client gave up in between: wait again
                     }
                     // out of descriptors, say: the connection stays queued and poll would spin
-                    LOG.severe("the descriptor server @" + name + " of " + owner + " stops: accept failed with "
+                    LOG.log(Level.ERROR, "the descriptor server @" + name + " of " + owner + " stops: accept failed with "
                             + LibC.describe(errno) + "; peers' imports from it will time out");
                     return;
                 }
                 try {
                     answer(client);
                 } catch (RuntimeException e) {
-                    LOG.warning("the descriptor server @" + name + " of " + owner + " dropped a client: " + e);
+                    LOG.log(Level.WARNING, "the descriptor server @" + name + " of " + owner + " dropped a client: " + e);
                 } finally {
                     LibC.INSTANCE.close(client);
                 }
@@ -279,7 +281,7 @@ final class DescriptorServer implements AutoCloseable {
         byte[] request = new byte[REQUEST_BYTES];
         int got = readFully(client, request);
         if (got < REQUEST_BYTES) {
-            LOG.warning("the descriptor server @" + name + " of " + owner + " got " + got + " of " + REQUEST_BYTES
+            LOG.log(Level.WARNING, "the descriptor server @" + name + " of " + owner + " got " + got + " of " + REQUEST_BYTES
                     + " request bytes from " + peerOf(client) + " (" + (got < 0 ? "timed out or failed" : "closed")
                     + ")");
             return;
@@ -289,7 +291,7 @@ final class DescriptorServer implements AutoCloseable {
         int version = in.get();
         boolean zero = in.get() == 0 && in.getShort() == 0;
         if (magic != MAGIC || version != VERSION || !zero) {
-            LOG.warning("the descriptor server @" + name + " of " + owner + " got a malformed request from "
+            LOG.log(Level.WARNING, "the descriptor server @" + name + " of " + owner + " got a malformed request from "
                     + peerOf(client));
             send(client, MALFORMED, -1);
             return;
@@ -303,7 +305,7 @@ final class DescriptorServer implements AutoCloseable {
                 return;
             }
         }
-        LOG.warning("the descriptor server @" + name + " of " + owner + " refused " + peerOf(client)
+        LOG.log(Level.WARNING, "the descriptor server @" + name + " of " + owner + " refused " + peerOf(client)
                 + ": its token names no grant (withdrawn, or never made)");
         send(client, REFUSED, -1);
     }

@@ -4,11 +4,13 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import com.sun.jna.Structure;
+import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.Optional;
-import java.util.logging.Logger;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -64,7 +66,7 @@ public final class CudaDriver {
     /** {@code sizeof(CUipcMemHandle)}. */
     public static final int IPC_HANDLE_BYTES = 64;
 
-    private static final Logger LOG = Logger.getLogger(CudaDriver.class.getName());
+    private static final System.Logger LOG = Log.logger(CudaDriver.class, Subsystem.INIT);
     private static final @Nullable String UNAVAILABLE;
     private static final @Nullable NativeLibrary LIBRARY;
     /** The binding of the hot calls; a constant, so that the JIT inlines the calls through it. */
@@ -113,7 +115,7 @@ public final class CudaDriver {
             asked = CudaHotCalls.requested(System.getProperty(CudaHotCalls.PROPERTY), System.getenv(CudaHotCalls.ENV));
         } catch (JmscclppException e) {
             // a class initialiser must not throw: the whole driver would be lost to a typo
-            LOG.warning(() -> e.getMessage() + "; using the default, FFM");
+            LOG.log(Level.WARNING, () -> e.getMessage() + "; using the default, FFM");
             asked = CudaHotCalls.Binding.FFM;
         }
         if (asked == CudaHotCalls.Binding.JNA || LIBRARY == null) {
@@ -122,7 +124,7 @@ public final class CudaDriver {
         try {
             return CudaHotCalls.ffm();
         } catch (JmscclppException e) {
-            LOG.warning(() -> "the CUDA hot calls go through JNA: " + e.getMessage());
+            LOG.log(Level.WARNING, () -> "the CUDA hot calls go through JNA: " + e.getMessage());
             return CudaHotCalls.jna();
         }
     }
