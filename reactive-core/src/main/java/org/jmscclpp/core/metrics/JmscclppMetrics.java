@@ -18,11 +18,14 @@ import org.jmscclpp.core.metrics.probe.Probes;
  */
 public final class JmscclppMetrics {
 
-    /** The JFR event of one flush: rank, peer, tag, transport, bytes since the previous flush, duration. */
+    /**
+     * The JFR event of one flush (of 1 ms or more, unless the recording lowers the threshold): rank,
+     * peer, tag, transport, bytes since the previous flush, duration.
+     */
     public static final String FLUSH_EVENT = "org.jmscclpp.Flush";
     /** The JFR event of one collective call: rank, ranks, op, type, count, bytes, algorithm, duration. */
     public static final String COLLECTIVE_EVENT = "org.jmscclpp.Collective";
-    /** The periodic JFR event (every second by default) with one {@link ConnectionMetrics} per rank, peer, transport. */
+    /** The periodic JFR event (every second by default): one {@link ConnectionMetrics} per rank, peer, transport. */
     public static final String CONNECTION_STATISTICS_EVENT = "org.jmscclpp.ConnectionStatistics";
     /** The periodic JFR event (every second by default) with one {@link ProxyMetrics} per running proxy. */
     public static final String PROXY_STATISTICS_EVENT = "org.jmscclpp.ProxyStatistics";

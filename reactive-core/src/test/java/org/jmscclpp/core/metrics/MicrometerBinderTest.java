@@ -47,7 +47,8 @@ class MicrometerBinderTest {
             double flushErrors0 = counter("jmscclpp.connection.flush.errors", conn);
 
             job.writeAndFlush();
-            assertEquals(bytes0 + MetricsJob.WRITES * MetricsJob.WRITE_BYTES, counter("jmscclpp.connection.bytes", conn));
+            assertEquals(bytes0 + MetricsJob.WRITES * MetricsJob.WRITE_BYTES,
+                    counter("jmscclpp.connection.bytes", conn));
             assertEquals(writes0 + MetricsJob.WRITES, counter("jmscclpp.connection.operations", conn, "op", "write"));
             assertEquals(signals0, counter("jmscclpp.connection.operations", conn, "op", "signal"));
             assertEquals(flushes0 + 1, timer("jmscclpp.connection.flush", conn).count());
@@ -62,7 +63,7 @@ class MicrometerBinderTest {
             assertEquals(signals0 + MetricsJob.PUTS, counter("jmscclpp.connection.operations", conn, "op", "signal"));
             FunctionTimer flush = timer("jmscclpp.connection.flush", conn);
             assertEquals(flushes0 + 2, flush.count());
-            assertTrue(flush.totalTime(TimeUnit.NANOSECONDS) > 0, "flush time " + flush.totalTime(TimeUnit.NANOSECONDS));
+            assertTrue(flush.totalTime(TimeUnit.NANOSECONDS) > 0, "flush time");
             assertEquals(MetricsJob.PUTS, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "data"));
             assertEquals(MetricsJob.PUTS, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "flag"));
             assertEquals(1, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "sync"));

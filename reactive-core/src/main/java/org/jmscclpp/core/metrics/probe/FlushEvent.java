@@ -7,6 +7,7 @@ import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
+import jdk.jfr.Threshold;
 import org.jmscclpp.core.metrics.JmscclppMetrics;
 
 /** {@value JmscclppMetrics#FLUSH_EVENT}: one flush of a connection, from subscription to completion. */
@@ -15,6 +16,7 @@ import org.jmscclpp.core.metrics.JmscclppMetrics;
 @Category({"jmscclpp", "Connection"})
 @Description("A flush of a jmscclpp connection: every write issued before it is visible at the peer")
 @StackTrace(false)
+@Threshold("1 ms")   // flushes come by the million per second: a recording lowers it to see them all
 final class FlushEvent extends Event {
 
     @Label("Rank")

@@ -44,6 +44,10 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
         probe.opened(this);
     }
 
+    Connection delegate() {
+        return delegate;
+    }
+
     @Override
     public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
         delegate.write(dst, dstOffset, src, srcOffset, size);

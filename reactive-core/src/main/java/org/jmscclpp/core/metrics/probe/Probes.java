@@ -66,6 +66,11 @@ public final class Probes {
         return new MeteredConnection(connection, probe);
     }
 
+    /** The transport's connection under {@link #instrument}'s wrapper, or {@code connection} itself. */
+    public static Connection unwrap(Connection connection) {
+        return connection instanceof MeteredConnection m ? m.delegate() : connection;
+    }
+
     static ConnectionProbe connectionProbe(int rank, int peer, Transport transport) {
         ConnectionKey key = new ConnectionKey(rank, peer, transport);
         ConnectionProbe probe = CONNECTIONS.get(key);
