@@ -10,9 +10,12 @@ module org.jmscclpp.core {
     requires transitive reactor.core;
     requires transitive org.reactivestreams;
     requires static transitive org.jspecify;
-    requires jdk.jfr;
-    // only org.jmscclpp.core.metrics.micrometer uses it, and only an application that binds a registry loads that
-    requires static transitive micrometer.core;
+    // static: a runtime without Flight Recorder (a jlink image) runs without the JFR events (see metrics.probe.Jfr)
+    requires static jdk.jfr;
+    // only org.jmscclpp.core.metrics.micrometer uses it, and only an application that binds a registry loads that;
+    // not transitive: modules that require this one compile without Micrometer (an application that binds a
+    // registry requires micrometer.core itself)
+    requires static micrometer.core;
 
     exports org.jmscclpp.core;
     exports org.jmscclpp.core.channel;

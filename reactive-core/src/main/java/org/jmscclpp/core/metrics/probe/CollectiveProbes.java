@@ -2,7 +2,6 @@ package org.jmscclpp.core.metrics.probe;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import jdk.jfr.EventType;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
@@ -15,7 +14,6 @@ import reactor.core.publisher.Mono;
  */
 public final class CollectiveProbes {
 
-    private static final EventType COLLECTIVE_TYPE = EventType.getEventType(CollectiveEvent.class);
     private static final int KINDS = CollectiveKind.values().length;
     private static final int TYPES = DataType.values().length;
 
@@ -48,15 +46,7 @@ public final class CollectiveProbes {
         return new TimedMono(run, new TimedMono.Timing() {
             @Override
             public @Nullable Object start() {
-                if (!COLLECTIVE_TYPE.isEnabled()) {
-                    return null;
-                }
-                CollectiveEvent[] events = new CollectiveEvent[calls.size()];
-                for (int i = 0; i < events.length; i++) {
-                    events[i] = new CollectiveEvent();
-                    events[i].begin();
-                }
-                return events;
+                return Probes.JFR ? JfrEvents.beginCollectives(calls.size()) : null;
             }
 
             @Override
@@ -71,21 +61,9 @@ public final class CollectiveProbes {
                     } else {
                         p.errors.increment();
                     }
-                    if (started instanceof CollectiveEvent[] events) {
-                        CollectiveEvent e = events[i];
-                        e.end();
-                        if (e.shouldCommit()) {
-                            e.rank = rank;
-                            e.ranks = ranks;
-                            e.op = call.kind().label();
-                            e.type = call.type().label();
-                            e.count = call.count();
-                            e.bytes = size;
-                            e.algorithm = algorithms.get(i);
-                            e.group = group;
-                            e.succeeded = error == null;
-                            e.commit();
-                        }
+                    if (started != null) {
+                        JfrEvents.endCollective(started, i, rank, ranks, call, size, algorithms.get(i), group,
+                                error == null);
                     }
                 }
             }

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import jdk.jfr.EventType;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Device;
@@ -21,8 +20,6 @@ import reactor.core.publisher.Mono;
  * this one place.
  */
 final class MeteredConnection implements Connection, TimedMono.Timing {
-
-    private static final EventType FLUSH_TYPE = EventType.getEventType(FlushEvent.class);
 
     private final Connection delegate;
     private final ConnectionProbe probe;
@@ -70,13 +67,7 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
     public @Nullable Object start() {
         long now = bytes.sum();
         long since = now - bytesAtLastFlush.getAndSet(now);
-        if (!FLUSH_TYPE.isEnabled()) {
-            return null;
-        }
-        FlushEvent e = new FlushEvent();
-        e.begin();
-        e.bytes = Math.max(0, since);
-        return e;
+        return Probes.JFR ? JfrEvents.beginFlush(Math.max(0, since)) : null;
     }
 
     @Override
@@ -87,16 +78,8 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
         } else {
             flushErrors.increment();
         }
-        if (started instanceof FlushEvent e) {
-            e.end();
-            if (e.shouldCommit()) {
-                e.rank = context.rank();
-                e.peer = context.remoteRank();
-                e.tag = context.tag();
-                e.transport = delegate.transport().name();
-                e.succeeded = error == null;
-                e.commit();
-            }
+        if (started != null) {
+            JfrEvents.endFlush(started, context, delegate.transport(), error == null);
         }
     }
 

@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.LongSupplier;
-import jdk.jfr.FlightRecorder;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Transport;
@@ -29,23 +28,18 @@ public final class Probes {
     /** {@code -Djmscclpp.metrics=false} turns every measurement off; read once. */
     public static final boolean ENABLED = Boolean.parseBoolean(System.getProperty("jmscclpp.metrics", "true"));
 
+    /**
+     * Whether JFR events are emitted: metrics on and Flight Recorder in the runtime. Read here, with
+     * the first source, so that the periodic events are registered before any source exists.
+     */
+    static final boolean JFR = ENABLED && Jfr.ON;
+
     /** Guards adding sources and listeners together, so a listener sees every source exactly once. */
     private static final Object LOCK = new Object();
     private static final Map<ConnectionKey, ConnectionProbe> CONNECTIONS = new ConcurrentHashMap<>();
     private static final Map<CollectiveKey, CollectiveProbe> COLLECTIVES = new ConcurrentHashMap<>();
     private static final List<ProxyProbe> PROXIES = new CopyOnWriteArrayList<>();
     private static final List<JmscclppMetrics.Listener> LISTENERS = new CopyOnWriteArrayList<>();
-
-    static {
-        if (ENABLED) {
-            try {
-                FlightRecorder.addPeriodicEvent(ConnectionStatisticsEvent.class, Probes::emitConnectionStatistics);
-                FlightRecorder.addPeriodicEvent(ProxyStatisticsEvent.class, Probes::emitProxyStatistics);
-            } catch (RuntimeException | LinkageError e) {
-                // a runtime without Flight Recorder: the counters work all the same
-            }
-        }
-    }
 
     private record ConnectionKey(int rank, int peer, Transport transport) {
     }
@@ -167,33 +161,11 @@ public final class Probes {
         return () -> LISTENERS.remove(listener);
     }
 
-    private static void emitConnectionStatistics() {
-        for (ConnectionProbe p : new ArrayList<>(CONNECTIONS.values())) {
-            ConnectionStatisticsEvent e = new ConnectionStatisticsEvent();
-            e.rank = p.rank();
-            e.peer = p.peer();
-            e.transport = p.transport().name();
-            e.bytesWritten = p.bytesWritten();
-            e.writes = p.writes();
-            e.signals = p.signals();
-            e.flushes = p.flushes();
-            e.flushErrors = p.flushErrors();
-            e.flushTime = p.flushNanos();
-            e.commit();
-        }
+    static List<ConnectionProbe> connectionProbes() {
+        return new ArrayList<>(CONNECTIONS.values());
     }
 
-    private static void emitProxyStatistics() {
-        for (ProxyProbe p : PROXIES) {
-            ProxyStatisticsEvent e = new ProxyStatisticsEvent();
-            e.proxy = p.name();
-            e.fifoCapacity = p.fifoCapacity();
-            e.fifoOccupancy = p.fifoOccupancy();
-            e.dataTriggers = p.dataTriggers();
-            e.flagTriggers = p.flagTriggers();
-            e.syncTriggers = p.syncTriggers();
-            e.triggers = p.triggers();
-            e.commit();
-        }
+    static List<ProxyProbe> proxyProbes() {
+        return new ArrayList<>(PROXIES);
     }
 }
