@@ -44,6 +44,9 @@ class JfrEventsTest {
     /** Every event the job causes arrives with its fields: rank, peer, transport, bytes, op, type, counts. */
     @Test
     void aTwoRankJobsFlushesCollectivesAndStatisticsAreRecorded() throws Exception {
+        // the metrics first, the recorder after (unless another test started it): the events are registered when
+        // the recorder initialises, as in a process that starts recording with jcmd long after its first connection
+        assertTrue(JmscclppMetrics.enabled());
         try (RecordingStream rs = new RecordingStream(); MetricsJob job = new MetricsJob(dir)) {
             rs.enable(JmscclppMetrics.FLUSH_EVENT).withThreshold(Duration.ZERO);
             rs.enable(JmscclppMetrics.COLLECTIVE_EVENT).withThreshold(Duration.ZERO);

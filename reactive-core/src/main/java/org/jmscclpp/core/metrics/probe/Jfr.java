@@ -7,19 +7,28 @@ package org.jmscclpp.core.metrics.probe;
  */
 final class Jfr {
 
-    /** Whether the events are registered and may be emitted. */
-    static final boolean ON = start();
+    /** Whether {@code jdk.jfr} is in the runtime and readable. */
+    static final boolean AVAILABLE = available();
 
     private Jfr() {
     }
 
-    private static boolean start() {
+    private static boolean available() {
         Module jfr = ModuleLayer.boot().findModule("jdk.jfr").orElse(null);
-        if (jfr == null || !Jfr.class.getModule().canRead(jfr)) {
+        return jfr != null && Jfr.class.getModule().canRead(jfr);
+    }
+
+    /**
+     * Has the events registered once Flight Recorder starts (at once if it runs already): registering
+     * starts JFR's own machinery, a few hundred milliseconds that a process which never records
+     * should not pay. Returns whether events may be emitted at all.
+     */
+    static boolean listen() {
+        if (!AVAILABLE) {
             return false;
         }
         try {
-            JfrEvents.register();
+            JfrEvents.listen();
             return true;
         } catch (RuntimeException | LinkageError e) {
             // Flight Recorder disabled or unsupported on this JVM

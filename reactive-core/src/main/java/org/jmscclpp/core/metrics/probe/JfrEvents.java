@@ -2,32 +2,54 @@ package org.jmscclpp.core.metrics.probe;
 
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
+import jdk.jfr.FlightRecorderListener;
 import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Everything that names a JFR type, loaded only where {@link Jfr#ON} found Flight Recorder. An
- * event is made only while a recording has its type enabled ({@link EventType#isEnabled()}, a field
- * read); the callers carry it as an {@code Object} between its begin and its end.
+ * Everything that names a JFR type, loaded only where {@link Jfr#AVAILABLE} found Flight Recorder.
+ * The event classes are registered when the recorder initialises (see {@link Jfr#listen}); until
+ * then, and while no recording enables a type ({@link EventType#isEnabled()}, a field read), no event
+ * object is made. The callers carry an event as an {@code Object} between its begin and its end.
  */
 final class JfrEvents {
 
-    private static final EventType FLUSH = EventType.getEventType(FlushEvent.class);
-    private static final EventType COLLECTIVE = EventType.getEventType(CollectiveEvent.class);
+    /** The registered types; null until Flight Recorder initialised. */
+    private static volatile @Nullable EventType flush;
+    private static volatile @Nullable EventType collective;
 
     private JfrEvents() {
     }
 
-    static void register() {
+    static void listen() {
+        FlightRecorder.addListener(new FlightRecorderListener() {
+            @Override
+            public void recorderInitialized(FlightRecorder recorder) {
+                try {
+                    register();
+                } catch (RuntimeException e) {
+                    // an event class JFR refuses: the counters go on without events
+                }
+            }
+        });
+    }
+
+    private static synchronized void register() {
+        if (flush != null) {
+            return;
+        }
         FlightRecorder.addPeriodicEvent(ConnectionStatisticsEvent.class, JfrEvents::emitConnectionStatistics);
         FlightRecorder.addPeriodicEvent(ProxyStatisticsEvent.class, JfrEvents::emitProxyStatistics);
+        collective = EventType.getEventType(CollectiveEvent.class);
+        flush = EventType.getEventType(FlushEvent.class);
     }
 
     /** A flush event begun now, or null when no recording wants one. */
     static @Nullable Object beginFlush(long bytes) {
-        if (!FLUSH.isEnabled()) {
+        EventType type = flush;
+        if (type == null || !type.isEnabled()) {
             return null;
         }
         FlushEvent e = new FlushEvent();
@@ -51,7 +73,8 @@ final class JfrEvents {
 
     /** {@code calls} collective events begun now, or null when no recording wants them. */
     static @Nullable Object beginCollectives(int calls) {
-        if (!COLLECTIVE.isEnabled()) {
+        EventType type = collective;
+        if (type == null || !type.isEnabled()) {
             return null;
         }
         CollectiveEvent[] events = new CollectiveEvent[calls];

@@ -29,10 +29,10 @@ public final class Probes {
     public static final boolean ENABLED = Boolean.parseBoolean(System.getProperty("jmscclpp.metrics", "true"));
 
     /**
-     * Whether JFR events are emitted: metrics on and Flight Recorder in the runtime. Read here, with
-     * the first source, so that the periodic events are registered before any source exists.
+     * Whether JFR events may be emitted: metrics on and Flight Recorder in the runtime; the events
+     * are registered when a recording first starts (or at once where one runs).
      */
-    static final boolean JFR = ENABLED && Jfr.ON;
+    static final boolean JFR = ENABLED && Jfr.listen();
 
     /** Guards adding sources and listeners together, so a listener sees every source exactly once. */
     private static final Object LOCK = new Object();
