@@ -33,6 +33,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.TransportProviders;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
@@ -201,7 +202,7 @@ class EthernetConnectionTest {
 
     private void writeAboveTheChunkSize(boolean devicePaths) throws Exception {
         onBothRanks(s -> {
-            ((EthernetConnection) s.connection).session().forceDevicePaths(devicePaths);
+            ((EthernetConnection) TransportProviders.unwrap(s.connection)).session().forceDevicePaths(devicePaths);
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
             MemorySegment src = s.source.hostSegment();
             long n = 5L * EthernetWire.MAX_CHUNK + 3;   // > every staging chunk, odd tail
@@ -220,7 +221,7 @@ class EthernetConnectionTest {
             }
             assertEquals(0, got.get(ValueLayout.JAVA_BYTE, n + 1), "byte after the range");
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
-            ((EthernetConnection) s.connection).session().forceDevicePaths(false);
+            ((EthernetConnection) TransportProviders.unwrap(s.connection)).session().forceDevicePaths(false);
         });
     }
 
@@ -272,7 +273,7 @@ class EthernetConnectionTest {
     @Test
     void badInputIsRejectedWithoutCorruptionAndTheJobGoesOn() throws Exception {
         onBothRanks(s -> {
-            EthernetSession mine = ((EthernetConnection) s.connection).session();
+            EthernetSession mine = ((EthernetConnection) TransportProviders.unwrap(s.connection)).session();
             long region = EthernetWire.region(s.local.handle(org.jmscclpp.core.Transport.ETHERNET));
             MemorySegment b = s.buffer.hostSegment();
             b.fill((byte) 0x11);

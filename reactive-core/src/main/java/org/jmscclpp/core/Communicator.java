@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntFunction;
+import org.jmscclpp.core.metrics.probe.Probes;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
@@ -615,7 +616,8 @@ public final class Communicator implements AutoCloseable {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before sending the local endpoint");
                 }
                 ConnectionContext context = new ConnectionContext(rank(), peer, tag);
-                return own(session(config.transport(), phase()).connect(mine, remote, context));
+                // every transport's connection is measured here, in one place (a no-op with -Djmscclpp.metrics=false)
+                return own(Probes.instrument(session(config.transport(), phase()).connect(mine, remote, context)));
             });
         }
     }

@@ -27,6 +27,8 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
+import org.jmscclpp.core.metrics.probe.CollectiveProbes;
+import org.jmscclpp.core.metrics.probe.Probes;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -98,6 +100,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private final ReentrantLock registering = new ReentrantLock();
     /** Registrations by index; null where deregistered. Guarded by lock. */
     private final List<@Nullable Registration> registrations = new ArrayList<>();
+    /** Counts and times the calls; null with metrics off. */
+    private final @Nullable CollectiveProbes metrics;
     private final Scheduler virtual = Schedulers.fromExecutor(task -> Thread.ofVirtual()
             .name("jmscclpp-collective-register").start(task));
 
@@ -120,6 +124,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         this.tuning = options.tuning() != null ? options.tuning() : defaultTuning;
         this.topology = topology;
         this.defaults = new Issuer(CallOptions.defaults());
+        this.metrics = Probes.collectives(rank, size);
     }
 
     /** The one INFO line of a collective communicator's setup: its engine and algorithms. */
@@ -402,7 +407,9 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                     throw e;
                 }
             }
-            return run.doOnError(this::breakWith);
+            Mono<Void> checked = run.doOnError(this::breakWith);
+            CollectiveProbes m = metrics;
+            return m == null ? checked : m.timed(checked, calls, algorithmNames(planned), group);
         });
     }
 
@@ -425,9 +432,23 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         return List.copyOf(planned);
     }
 
+    private static List<String> algorithmNames(List<Planned> planned) {
+        List<String> names = new ArrayList<>(planned.size());
+        for (Planned p : planned) {
+            names.add(p.algorithm().name());
+        }
+        return names;
+    }
+
     /** The next batch, numbered; with the lock held, so batches are numbered in issue order. */
     private Batch nextBatch(List<CollectiveCall> calls, List<Planned> planned, Duration limit, boolean group) {
         checkUsable(calls.isEmpty() ? "group" : calls.get(0).kind().label());
+        CollectiveProbes m = metrics;
+        if (m != null) {
+            for (CollectiveCall call : calls) {
+                m.issued(call);
+            }
+        }
         return new Batch(++batches, planned, limit, group);
     }
 

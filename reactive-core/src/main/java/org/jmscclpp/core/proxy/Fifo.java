@@ -255,6 +255,27 @@ public final class Fifo implements AutoCloseable {
     }
 
     /**
+     * Triggers pushed (positions claimed by producers) and not yet consumed, as this process sees
+     * them now: between 0 and the capacity; -1 for a GPU fifo, whose head is in device memory; 0
+     * once closed. A moment's reading for monitoring, on any thread.
+     */
+    public long occupancy() {
+        if (deviceWords != null) {
+            return -1;
+        }
+        if (closed) {
+            return 0;
+        }
+        try {
+            long t = Tokens.acquire(segment, FifoLayout.TAIL);
+            long h = Tokens.acquire(segment, FifoLayout.HEAD);
+            return Math.max(0, Math.min(capacity, h - t));
+        } catch (IllegalStateException | WrongThreadException e) {
+            return 0;   // closed meanwhile
+        }
+    }
+
+    /**
      * Writes what device code needs to push into this fifo, little-endian, at {@code out}'s
      * position (which advances by 40 bytes; the buffer's byte order is left as it was):
      * <pre>

@@ -13,6 +13,7 @@ import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.RegisteredMemory;
+import org.jmscclpp.core.metrics.probe.ProxyProbe;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
@@ -86,6 +87,8 @@ final class ProxyLoop implements Runnable {
     private final ArrayDeque<FlushLane.Pending> pool = new ArrayDeque<>();
     private final List<FlushLane> busy = new ArrayList<>();
     private @Nullable JmscclppException stopError;
+    /** Counts the triggers handled; null with metrics off. Set before the thread starts. */
+    private @Nullable ProxyProbe probe;
 
     ProxyLoop(Fifo fifo, MemorySegment flushed, AtomicReferenceArray<@Nullable RegisteredMemory> memories,
               AtomicReferenceArray<ProxyService.@Nullable Entry> semaphores, Sinks.Many<FlushCompletion> sink,
@@ -102,6 +105,11 @@ final class ProxyLoop implements Runnable {
         for (int i = 0; i < flushBuffer; i++) {
             pool.add(new FlushLane.Pending());
         }
+    }
+
+    /** Gives the loop its measurements ({@code null}: none), before its thread starts. */
+    void meter(@Nullable ProxyProbe probe) {
+        this.probe = probe;
     }
 
     /** Records the thread that will run this loop, before it starts: flush callbacks and stop unpark it. */
@@ -228,6 +236,10 @@ final class ProxyLoop implements Runnable {
                 } catch (RuntimeException e) {
                     fail(triggerError(e, pos, words[0], words[1]), pos);
                     return;
+                }
+                ProxyProbe p = probe;
+                if (p != null) {
+                    p.handled(ProxyTrigger.type(words[1]));   // before the pop, whose release store publishes it
                 }
                 fifo.pop();
                 progress = true;

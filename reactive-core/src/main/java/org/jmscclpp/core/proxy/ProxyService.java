@@ -22,6 +22,8 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
+import org.jmscclpp.core.metrics.probe.Probes;
+import org.jmscclpp.core.metrics.probe.ProxyProbe;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
@@ -116,6 +118,10 @@ public final class ProxyService implements AutoCloseable {
     private int memoryCount;
     private int semaphoreCount;
     private @Nullable Thread thread;
+    /** The service's name, and its loop thread's. */
+    private final String name;
+    /** The service's measurements, from construction to {@link #free}; null with metrics off. */
+    private final @Nullable ProxyProbe probe;
     private boolean stopped;
     private boolean closed;
 
@@ -148,6 +154,9 @@ public final class ProxyService implements AutoCloseable {
         this.flushes = sink.asFlux()
                 .doOnNext(c -> loop.delivered())
                 .doOnCancel(() -> requestStop(DEFAULT_STOP_TIMEOUT));
+        this.name = "jmscclpp-proxy-" + THREADS.getAndIncrement();
+        this.probe = Probes.proxyAdded(name, f.capacity(), f::occupancy);
+        loop.meter(probe);
     }
 
     /** A builder for a service whose fifo and flushed-position words are memory of {@code backend}. */
@@ -291,7 +300,6 @@ public final class ProxyService implements AutoCloseable {
             if (thread != null) {
                 return;
             }
-            String name = "jmscclpp-proxy-" + THREADS.getAndIncrement();
             Thread t = poller == Poller.VIRTUAL_THREAD ? Thread.ofVirtual().name(name).unstarted(loop)
                     : Thread.ofPlatform().name(name).daemon(true).unstarted(loop);
             loop.bind(t);
@@ -420,6 +428,9 @@ public final class ProxyService implements AutoCloseable {
 
     private void free() {
         if (freed.compareAndSet(false, true)) {
+            if (probe != null) {
+                Probes.proxyRemoved(probe);
+            }
             try {
                 fifo.close();
             } finally {
@@ -471,6 +482,11 @@ public final class ProxyService implements AutoCloseable {
         return loop.failure();
     }
 
+    /** The service's name ({@code jmscclpp-proxy-N}): its loop thread's, and its metrics' {@code proxy} tag. */
+    public String name() {
+        return name;
+    }
+
     /** The loop's thread once started, else null. */
     @Nullable Thread thread() {
         synchronized (lock) {
@@ -480,7 +496,7 @@ public final class ProxyService implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "ProxyService[" + poller + ", " + fifo + "]";
+        return "ProxyService[" + name + ", " + poller + ", " + fifo + "]";
     }
 
     /** Options of a {@link ProxyService}; {@link #build()} allocates its memory. */

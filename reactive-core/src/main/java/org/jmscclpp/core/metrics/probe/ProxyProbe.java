@@ -1,0 +1,86 @@
+package org.jmscclpp.core.metrics.probe;
+
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.jmscclpp.core.metrics.ProxyMetrics;
+import org.jmscclpp.core.proxy.ProxyTrigger;
+
+/**
+ * The figures of one proxy service. Only the loop's thread counts (opaque stores of its own
+ * counters: no atomic instruction, no allocation), any thread reads.
+ */
+public final class ProxyProbe implements ProxyMetrics {
+
+    private final String name;
+    private final int capacity;
+    private final LongSupplier occupancy;
+    private final AtomicLong data = new AtomicLong();
+    private final AtomicLong flag = new AtomicLong();
+    private final AtomicLong sync = new AtomicLong();
+    private final AtomicLong total = new AtomicLong();
+    private volatile boolean ended;
+
+    ProxyProbe(String name, int capacity, LongSupplier occupancy) {
+        this.name = name;
+        this.capacity = capacity;
+        this.occupancy = occupancy;
+    }
+
+    /** The loop handled a trigger of {@code type} (its DATA, FLAG and SYNC bits). Loop thread only. */
+    public void handled(int type) {
+        if ((type & ProxyTrigger.DATA) != 0) {
+            data.setOpaque(data.getPlain() + 1);
+        }
+        if ((type & ProxyTrigger.FLAG) != 0) {
+            flag.setOpaque(flag.getPlain() + 1);
+        }
+        if ((type & ProxyTrigger.SYNC) != 0) {
+            sync.setOpaque(sync.getPlain() + 1);
+        }
+        total.setOpaque(total.getPlain() + 1);
+    }
+
+    void end() {
+        ended = true;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public int fifoCapacity() {
+        return capacity;
+    }
+
+    @Override
+    public long fifoOccupancy() {
+        return ended ? 0 : occupancy.getAsLong();
+    }
+
+    @Override
+    public long dataTriggers() {
+        return data.getOpaque();
+    }
+
+    @Override
+    public long flagTriggers() {
+        return flag.getOpaque();
+    }
+
+    @Override
+    public long syncTriggers() {
+        return sync.getOpaque();
+    }
+
+    @Override
+    public long triggers() {
+        return total.getOpaque();
+    }
+
+    @Override
+    public String toString() {
+        return "ProxyMetrics[" + name + ": " + triggers() + " triggers, fifo " + fifoOccupancy() + "/" + capacity + "]";
+    }
+}
