@@ -29,8 +29,8 @@ import reactor.core.publisher.Sinks;
  *
  * <h2>Waiting</h2>
  * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()},
- * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS} ({@link #DEEP_PARK_NANOS} once idle for
- * {@link #DEEP_IDLE_NANOS}): a virtual thread poller never holds its carrier for long, and a stop, a
+ * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS} (up to {@link #MAX_IDLE_PARK_NANOS}
+ * once idle for long): a virtual thread poller never holds its carrier for long, and a stop, a
  * flush finished on another thread or a delivered completion unparks it at once.
  *
  * <h2>Backpressure</h2>
@@ -50,16 +50,18 @@ final class ProxyLoop implements Runnable {
     /** Longest park while idle: short enough that producers and flush completions see little delay. */
     static final long MAX_PARK_NANOS = 50_000;
     /**
-     * After this long without work ({@code jmscclpp.proxy.deepIdleMillis}, default 100; 0 never),
-     * the loop parks up to {@link #DEEP_PARK_NANOS} instead: an idle service's proxy then costs
-     * about a thousand wake-ups a second, not twenty thousand, and only the first trigger after
-     * such a pause waits up to that much longer. Nobody can unpark the loop for a trigger a GPU
-     * pushes, so the park is all the latency it adds.
+     * Longest park of a loop idle for long ({@code jmscclpp.proxy.maxIdleParkMicros}, default 5000;
+     * at most {@link #MAX_PARK_NANOS} keeps the loop at that). Past {@link #MAX_PARK_NANOS}, a park
+     * is at most {@link #IDLE_PARK_SHARE} of the time the loop has been idle: after 100 ms without
+     * work it sleeps up to 1 ms, after half a second the whole 5 ms. An idle service's proxy then
+     * costs a few hundred wake-ups a second instead of twenty thousand, and the first trigger after a
+     * pause waits at most a hundredth of that pause longer (nobody can unpark the loop for a trigger a
+     * GPU pushes, so the park is all the latency it adds).
      */
-    static final long DEEP_IDLE_NANOS = Math.max(0, Long.getLong("jmscclpp.proxy.deepIdleMillis", 100)) * 1_000_000;
-    /** Longest park after {@link #DEEP_IDLE_NANOS} idle ({@code jmscclpp.proxy.deepParkMicros}, default 1000). */
-    static final long DEEP_PARK_NANOS = Math.max(MAX_PARK_NANOS / 1_000,
-            Long.getLong("jmscclpp.proxy.deepParkMicros", 1_000)) * 1_000;
+    static final long MAX_IDLE_PARK_NANOS = Math.max(MAX_PARK_NANOS / 1_000,
+            Long.getLong("jmscclpp.proxy.maxIdleParkMicros", 5_000)) * 1_000;
+    /** The share of its idle time a long-idle loop may sleep in one park. */
+    static final long IDLE_PARK_SHARE = 100;
     private static final long FIRST_PARK_NANOS = 1_000;
 
     private final Fifo fifo;
@@ -251,10 +253,13 @@ final class ProxyLoop implements Runnable {
             } else if (Thread.interrupted()) {
                 // nobody but the service should stop its thread; an interrupt is taken as a stop
                 requestStop(System.nanoTime() + ProxyService.DEFAULT_STOP_TIMEOUT.toNanos());
-            } else if (DEEP_IDLE_NANOS > 0 && backoff.idleNanos() >= DEEP_IDLE_NANOS) {
-                backoff.parkUpTo(DEEP_PARK_NANOS);
             } else {
-                backoff.park(MAX_PARK_NANOS);
+                long share = backoff.idleNanos() / IDLE_PARK_SHARE;
+                if (share > MAX_PARK_NANOS) {
+                    backoff.parkUpTo(Math.min(share, MAX_IDLE_PARK_NANOS));
+                } else {
+                    backoff.park(MAX_PARK_NANOS);
+                }
             }
         }
     }
