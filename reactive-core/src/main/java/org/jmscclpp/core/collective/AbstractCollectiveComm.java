@@ -131,10 +131,10 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     static void created(CollectiveComm c, long startNanos) {
         LOG.log(Level.INFO, () -> String.format(Locale.ROOT, "rank %d: collective comm created in %.1f ms: %d ranks, "
                         + "%s backend, algorithms %s", c.rank(), (System.nanoTime() - startNanos) / 1e6, c.size(),
-                c.communicator().backend().name(), algorithmNames(c.algorithms())));
+                c.communicator().backend().name(), algorithmsByKind(c.algorithms())));
     }
 
-    private static String algorithmNames(List<Algorithm> algorithms) {
+    private static String algorithmsByKind(List<Algorithm> algorithms) {
         Map<CollectiveKind, List<String>> names = new EnumMap<>(CollectiveKind.class);
         for (Algorithm a : algorithms) {
             names.computeIfAbsent(a.kind(), k -> new ArrayList<>()).add(a.name());
