@@ -224,7 +224,7 @@ class CommunicatorTest {
                 }
                 return Flux.fromIterable(mesh.peers()).concatMap(p -> mesh.connection(p).flush())
                         .thenMany(Flux.fromIterable(sems)).doOnNext(Host2HostSemaphore::signal)
-                        .thenMany(Flux.fromIterable(sems)).concatMap(s -> s.wait(CommunicatorGroup.WAIT)).then()
+                        .thenMany(Flux.fromIterable(sems)).concatMap(s -> s.nextSignal(CommunicatorGroup.WAIT)).then()
                         .thenReturn(r);
             });
             for (int r = 0; r < n; r++) {
@@ -254,27 +254,27 @@ class CommunicatorTest {
             Host2DeviceSemaphore.DeviceHandle kernelSide = h2d.get(1).deviceHandle();
             assertFalse(kernelSide.poll());
             CompletableFuture<Void> kernel = CompletableFuture.runAsync(() -> {
-                kernelSide.wait(Duration.ofSeconds(10));
-                kernelSide.wait(Duration.ofSeconds(10));
+                kernelSide.await(Duration.ofSeconds(10));
+                kernelSide.await(Duration.ofSeconds(10));
             });
             h2d.get(0).signal();
             h2d.get(0).signal();
             kernel.get(20, TimeUnit.SECONDS);
             assertEquals(2, kernelSide.expectedValue());
             assertEquals(ErrorCode.TIMEOUT, assertThrows(JmscclppException.class,
-                    () -> kernelSide.wait(Duration.ofMillis(50))).code());
+                    () -> kernelSide.await(Duration.ofMillis(50))).code());
 
             MemoryDevice2DeviceSemaphore.DeviceHandle a = d2d.get(0).deviceHandle();
             MemoryDevice2DeviceSemaphore.DeviceHandle b = d2d.get(1).deviceHandle();
             CompletableFuture<Void> pong = CompletableFuture.runAsync(() -> {
                 for (int i = 0; i < 1000; i++) {
-                    b.wait(Duration.ofSeconds(10));
+                    b.await(Duration.ofSeconds(10));
                     b.signal();
                 }
             });
             for (int i = 0; i < 1000; i++) {
                 a.signal();
-                a.wait(Duration.ofSeconds(10));
+                a.await(Duration.ofSeconds(10));
             }
             pong.get(20, TimeUnit.SECONDS);
             assertEquals(1000, a.inboundValue());
@@ -293,12 +293,12 @@ class CommunicatorTest {
             List<Connection> conns = g.onEveryRank(r -> g.comm(r).connect(1 - r, 4, HOST_IPC));
             List<Host2HostSemaphore> sems = g.onEveryRank(r -> Host2HostSemaphore.build(g.comm(r), conns.get(r)));
             JmscclppException e = assertThrows(JmscclppException.class,
-                    () -> sems.get(1).wait(Duration.ofMillis(100)).block(CommunicatorGroup.WAIT));
+                    () -> sems.get(1).nextSignal(Duration.ofMillis(100)).block(CommunicatorGroup.WAIT));
             assertEquals(ErrorCode.TIMEOUT, e.code());
             assertEquals(0, e.peer());
             assertEquals(4, e.tag());
             sems.get(0).signal();
-            sems.get(1).wait(Duration.ofSeconds(10)).block(CommunicatorGroup.WAIT);
+            sems.get(1).nextSignal(Duration.ofSeconds(10)).block(CommunicatorGroup.WAIT);
             assertFalse(sems.get(1).poll());
             sems.get(0).signal();
             assertTrue(sems.get(1).poll());
