@@ -39,6 +39,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * ETHERNET between two ranks of this JVM (a thread each, an in-memory bootstrap, the host
@@ -142,9 +144,10 @@ class EthernetConnectionTest {
     }
 
     /**
-     * Several threads write and block on flushes of one connection at once: one at a time reads
-     * the acks on its own thread, the others wait as subscribers; every flush completes and every
-     * byte lands.
+     * Several threads write and flush one connection at once, half the rounds with
+     * {@link EthernetConnection#awaitFlush} (one caller at a time reads the acks on its own thread,
+     * the others wait as subscribers) and half by blocking on the flush Mono; every flush completes
+     * and every byte lands.
      */
     @Test
     void concurrentBlockingFlushesAllComplete() throws Exception {
@@ -163,7 +166,7 @@ class EthernetConnectionTest {
                     for (int r = 0; r < rounds; r++) {
                         s.connection.write(s.remote, at, s.localSource, at, bytes);
                         if (r % 2 == 0) {
-                            s.connection.flush(EthernetScenario.TIMEOUT).block();
+                            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
                         } else {
                             s.connection.flush(EthernetScenario.TIMEOUT).then().block(EthernetScenario.TIMEOUT);
                         }
@@ -209,7 +212,7 @@ class EthernetConnectionTest {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + s.rank));
             }
             s.connection.write(s.remote, 1, s.localSource, 0, n);
-            s.connection.flush(EthernetScenario.TIMEOUT).block();
+            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
             MemorySegment got = s.buffer.hostSegment();
             assertEquals(0, got.get(ValueLayout.JAVA_BYTE, 0), "byte before the range");
@@ -339,7 +342,7 @@ class EthernetConnectionTest {
                     // the close reaches this side asynchronously; until it has, writes are still taken
                     while (System.nanoTime() < until) {
                         s.connection.write(s.remote, 0, s.localSource, 0, 4096);
-                        s.connection.flush(EthernetScenario.TIMEOUT).block();
+                        s.connection.awaitFlush(EthernetScenario.TIMEOUT);
                     }
                 });
                 assertEquals(ErrorCode.REMOTE_ERROR, e.code(), e.getMessage());
@@ -379,11 +382,11 @@ class EthernetConnectionTest {
                     var reg = mem.registerMemory(buffer, org.jmscclpp.core.TransportFlags.of(
                             org.jmscclpp.core.Transport.ETHERNET));
                     c.write(reg, 0, reg, 0, 64);
-                    // blocked on: the caller waits in its own selector; subscribed to: the ack thread keeps the deadline
+                    // awaitFlush: the caller waits in its own selector; the Mono: the ack thread keeps the deadline
                     List<org.junit.jupiter.api.function.Executable> waits = List.of(
-                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)),
+                            () -> c.awaitFlush(Duration.ofMillis(300)),
                             () -> c.flush(Duration.ofMillis(300)).block(),
-                            () -> c.flush(Duration.ofMillis(300)).then().block(Duration.ofSeconds(10)));
+                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)));
                     for (var wait : waits) {
                         long t0 = System.nanoTime();
                         JmscclppException e = assertThrows(JmscclppException.class, wait);
@@ -399,9 +402,15 @@ class EthernetConnectionTest {
                     IllegalStateException limit = assertThrows(IllegalStateException.class,
                             () -> c.flush(Duration.ofSeconds(30)).block(Duration.ofMillis(100)));
                     assertTrue(limit.getMessage().startsWith("Timeout on blocking read"), limit.getMessage());
-                    // the peer acknowledges now: a blocked flush completes on the ack it reads itself
+                    // on a non-blocking thread awaitFlush is refused, as block() is
+                    Throwable onParallel = Mono.fromRunnable(() -> c.awaitFlush(Duration.ofSeconds(10)))
+                            .subscribeOn(Schedulers.parallel()).then(Mono.<Throwable>empty())
+                            .onErrorResume(Mono::just).block(Duration.ofSeconds(10));
+                    assertTrue(onParallel instanceof IllegalStateException, String.valueOf(onParallel));
+                    // the peer acknowledges now: awaitFlush completes on the ack it reads itself
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 1, 0, 0, 0));
-                    c.flush(Duration.ofSeconds(10)).block();
+                    c.awaitFlush(Duration.ofSeconds(10));
+                    c.flush(Duration.ofSeconds(10)).block(Duration.ofSeconds(10));
                     reg.close();
                 }
             }

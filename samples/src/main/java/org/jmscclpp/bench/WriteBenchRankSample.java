@@ -134,7 +134,7 @@ public final class WriteBenchRankSample implements Sample {
             stamp(src, size, i);
             long t = System.nanoTime();
             connection.write(remote, 0, local, 0, size);
-            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+            connection.awaitFlush(OP_TIMEOUT);
             long d = System.nanoTime() - t;
             if (i >= warmup) {
                 ipcNanos += d;
