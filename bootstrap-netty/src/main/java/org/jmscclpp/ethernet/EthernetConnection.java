@@ -471,6 +471,13 @@ final class EthernetConnection implements Connection {
         }
     }
 
+    /** Subscribed flushes still waiting for their ack (for tests: a cancelled flush must leave none). */
+    int waitingFlushes() {
+        synchronized (waiters) {
+            return waiters.size();
+        }
+    }
+
     /**
      * Ack thread: fails the flushes whose deadline has passed at {@code now}; returns how many
      * milliseconds it may sleep before it must look again (at least 1).

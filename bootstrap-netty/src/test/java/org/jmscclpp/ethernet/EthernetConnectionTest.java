@@ -41,6 +41,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
+import reactor.test.util.RaceTestUtils;
 
 /**
  * ETHERNET between two ranks of this JVM (a thread each, an in-memory bootstrap, the host
@@ -179,6 +180,26 @@ class EthernetConnectionTest {
             for (int i = 0; i < threads * bytes; i++) {
                 assertEquals((byte) (s.peer * 7 + i), got.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+        });
+    }
+
+    /**
+     * A subscribed flush cancelled while a blocking flush of the same connection reads the ack
+     * (raced with {@link RaceTestUtils}): the blocking one completes, and the cancelled one leaves
+     * no waiter behind on the connection.
+     */
+    @Test
+    void aFlushCancelledWhileItsAckArrivesLeavesNoWaiterBehind() throws Exception {
+        onBothRanks(s -> {
+            EthernetConnection c = (EthernetConnection) s.connection;
+            for (int round = 0; round < 200; round++) {
+                s.connection.write(s.remote, 0, s.localSource, 0, 256);
+                RaceTestUtils.race(() -> s.connection.flush(EthernetScenario.TIMEOUT).subscribe().dispose(),
+                        () -> s.connection.awaitFlush(EthernetScenario.TIMEOUT));
+            }
+            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
+            assertEquals(0, c.waitingFlushes(), "cancelled flushes left waiters behind");
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
         });
     }
