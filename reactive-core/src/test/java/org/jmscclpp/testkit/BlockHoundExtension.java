@@ -23,18 +23,29 @@ import reactor.blockhound.integration.BlockHoundIntegration;
  * (BlockHound redefines {@code Thread} and friends; the flag is deprecated since JDK 13 but still
  * there in JDK 25), which the modules' surefire {@code argLine} gives.
  *
- * <p>Allowed blocking calls, each a real, bounded wait that a non-blocking thread makes by design:
- * see {@link #ALLOWANCES}.
+ * <p>Allowed blocking calls, each a real, bounded wait that a non-blocking thread makes by design,
+ * are listed at {@link #ALLOWANCES}.
  */
 public final class BlockHoundExtension implements BeforeEachCallback, AfterEachCallback {
 
     /**
-     * The allowances, each with why:
+     * The allowances, each a bounded call that a non-blocking thread makes on purpose:
      * <ul>
-     *   <li>none of the project's own code: the suite runs clean without any.</li>
+     *   <li>{@code sun.security.provider.NativePRNG$RandomIO.implNextBytes}: {@code SecureRandom.nextBytes}
+     *       reads {@code /dev/urandom}, which never blocks once the kernel is seeded (at boot); the
+     *       bootstrap's preamble and the ETHERNET handshake draw their nonces so on the Netty event
+     *       loop ({@code Proofs.nonce}). Seeding ({@code generateSeed}, {@code /dev/random}) stays
+     *       forbidden.</li>
+     *   <li>{@code org.jmscclpp.bootstrap.SpinThenWait.calculateStrategy}: the bootstrap event
+     *       loop's select strategy polls its sockets for a bounded window (200 µs by default)
+     *       after I/O, with {@code Thread.onSpinWait()} or, on an oversubscribed host,
+     *       {@code Thread.yield()} between polls: the MPI-style latency trade its javadoc measures,
+     *       run by the loop itself instead of {@code epoll_wait}.</li>
      * </ul>
      */
-    static final BlockHoundIntegration ALLOWANCES = builder -> { };
+    static final BlockHoundIntegration ALLOWANCES = builder -> builder
+            .allowBlockingCallsInside("sun.security.provider.NativePRNG$RandomIO", "implNextBytes")
+            .allowBlockingCallsInside("org.jmscclpp.bootstrap.SpinThenWait", "calculateStrategy");
 
     private static final List<String> DETECTED = new ArrayList<>();
     private static final boolean INSTALLED = install();
