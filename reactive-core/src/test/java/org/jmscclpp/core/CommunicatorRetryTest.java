@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -39,7 +40,7 @@ class CommunicatorRetryTest {
 
     @Test
     void aStepClaimsNothingBeforeSubscription() {
-        List<String> log = Collections.synchronizedList(new java.util.ArrayList<>());
+        List<String> log = Collections.synchronizedList(new ArrayList<>());
         try (CommunicatorGroup g = new CommunicatorGroup(2, dir, b -> new RecordingBootstrap(b, log));
              DeviceBuffer buf = g.backend.allocate(32)) {
             RegisteredMemory mine = g.comm(0).registerMemory(buf, TransportFlags.NONE);
