@@ -31,7 +31,7 @@ import org.jspecify.annotations.Nullable;
  *       readable, and also wakes for the connection's nearest flush deadline
  *       ({@link EthernetConnection#expireFlushes}). It completes the flushes that were
  *       subscribed to, and notices a peer's error or end while nobody flushes;</li>
- *   <li>a caller blocked in {@code flush(...).block()} ({@link #poll}, {@link #awaitReadable}):
+ *   <li>a caller blocked in {@link EthernetConnection#awaitFlush} ({@link #poll}, {@link #awaitReadable}):
  *       the kernel then wakes that caller itself when the ack arrives, as a blocking socket read
  *       would, instead of waking this thread, which would then wake the caller (measured on a
  *       2-core VM: about 30 µs of a 90 µs write + flush round trip of 1 KiB).</li>

@@ -227,12 +227,12 @@ final class CommunicatorRankMain {
         RankMain.say("WAITING");
         setupStart = System.nanoTime();
         if (rank % 2 == 0) {
-            host.get(victim).wait(timeout).block(timeout.plusSeconds(10));
+            host.get(victim).nextSignal(timeout).block(timeout.plusSeconds(10));
         } else {
             AtomicReference<@Nullable Throwable> kernelError = new AtomicReference<>();
             Thread kernel = Thread.ofPlatform().name("kernel-rank-" + rank).start(() -> {
                 try {
-                    device.get(victim).deviceHandle().wait(timeout);
+                    device.get(victim).deviceHandle().await(timeout);
                 } catch (Throwable t) {
                     kernelError.set(t);
                 }
@@ -286,7 +286,7 @@ final class CommunicatorRankMain {
         Thread kernel = Thread.ofPlatform().name("kernel-rank-" + rank).start(() -> {
             try {
                 for (Host2DeviceSemaphore.DeviceHandle h : handles) {
-                    h.wait(timeout);
+                    h.await(timeout);
                 }
             } catch (Throwable t) {
                 kernelError.set(t);
@@ -326,7 +326,7 @@ final class CommunicatorRankMain {
 
     private void signalAndWaitAll(Map<Integer, Host2HostSemaphore> sems) {
         sems.values().forEach(Host2HostSemaphore::signal);
-        Flux.fromIterable(sems.values()).concatMap(s -> s.wait(timeout)).then().block(timeout.plusSeconds(10));
+        Flux.fromIterable(sems.values()).concatMap(s -> s.nextSignal(timeout)).then().block(timeout.plusSeconds(10));
     }
 
     /** Fills my slice of every buffer with the round's pattern, writes it into every peer, flushes. */

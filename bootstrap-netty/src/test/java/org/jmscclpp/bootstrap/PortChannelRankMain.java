@@ -34,7 +34,7 @@ import reactor.core.publisher.Mono;
  * {@code poll}).
  *
  * <p>For each mode, for {@code nElem} in 1, 1K, 1M and 4M ints: {@link #turns} turns in which rank
- * 0 and then rank 1 each wait for the other's signal ({@link PortChannel#wait} or a spin on
+ * 0 and then rank 1 each wait for the other's signal ({@link PortChannel#await} or a spin on
  * {@link PortChannel#poll()} with a deadline), check every one of the {@code nElem} ints the
  * other put, fill the ints with its own turn's values, {@code putWithSignal(0, bytes)} and
  * {@code flush()}. Element {@code j} of rank {@code r}'s turn {@code i} is
@@ -182,7 +182,7 @@ final class PortChannelRankMain {
 
     private void awaitSignal(boolean withPoll) {
         if (!withPoll) {
-            channel.wait(TIMEOUT);
+            channel.await(TIMEOUT);
             return;
         }
         // MSCCL++ spins on poll() with a cap; here the cap is a deadline, and the spinner yields now

@@ -40,6 +40,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.util.RaceTestUtils;
 
 /**
  * ETHERNET between two ranks of this JVM (a thread each, an in-memory bootstrap, the host
@@ -143,9 +146,10 @@ class EthernetConnectionTest {
     }
 
     /**
-     * Several threads write and block on flushes of one connection at once: one at a time reads
-     * the acks on its own thread, the others wait as subscribers; every flush completes and every
-     * byte lands.
+     * Several threads write and flush one connection at once, half the rounds with
+     * {@link EthernetConnection#awaitFlush} (one caller at a time reads the acks on its own thread,
+     * the others wait as subscribers) and half by blocking on the flush Mono; every flush completes
+     * and every byte lands.
      */
     @Test
     void concurrentBlockingFlushesAllComplete() throws Exception {
@@ -164,7 +168,7 @@ class EthernetConnectionTest {
                     for (int r = 0; r < rounds; r++) {
                         s.connection.write(s.remote, at, s.localSource, at, bytes);
                         if (r % 2 == 0) {
-                            s.connection.flush(EthernetScenario.TIMEOUT).block();
+                            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
                         } else {
                             s.connection.flush(EthernetScenario.TIMEOUT).then().block(EthernetScenario.TIMEOUT);
                         }
@@ -177,6 +181,26 @@ class EthernetConnectionTest {
             for (int i = 0; i < threads * bytes; i++) {
                 assertEquals((byte) (s.peer * 7 + i), got.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
+            s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
+        });
+    }
+
+    /**
+     * A subscribed flush cancelled while a blocking flush of the same connection reads the ack
+     * (raced with {@link RaceTestUtils}): the blocking one completes, and the cancelled one leaves
+     * no waiter behind on the connection.
+     */
+    @Test
+    void aFlushCancelledWhileItsAckArrivesLeavesNoWaiterBehind() throws Exception {
+        onBothRanks(s -> {
+            EthernetConnection c = (EthernetConnection) s.connection;
+            for (int round = 0; round < 200; round++) {
+                s.connection.write(s.remote, 0, s.localSource, 0, 256);
+                RaceTestUtils.race(() -> s.connection.flush(EthernetScenario.TIMEOUT).subscribe().dispose(),
+                        () -> s.connection.awaitFlush(EthernetScenario.TIMEOUT));
+            }
+            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
+            assertEquals(0, c.waitingFlushes(), "cancelled flushes left waiters behind");
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
         });
     }
@@ -210,7 +234,7 @@ class EthernetConnectionTest {
                 src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + s.rank));
             }
             s.connection.write(s.remote, 1, s.localSource, 0, n);
-            s.connection.flush(EthernetScenario.TIMEOUT).block();
+            s.connection.awaitFlush(EthernetScenario.TIMEOUT);
             s.bootstrap.barrier(EthernetScenario.TIMEOUT).block();
             MemorySegment got = s.buffer.hostSegment();
             assertEquals(0, got.get(ValueLayout.JAVA_BYTE, 0), "byte before the range");
@@ -340,7 +364,7 @@ class EthernetConnectionTest {
                     // the close reaches this side asynchronously; until it has, writes are still taken
                     while (System.nanoTime() < until) {
                         s.connection.write(s.remote, 0, s.localSource, 0, 4096);
-                        s.connection.flush(EthernetScenario.TIMEOUT).block();
+                        s.connection.awaitFlush(EthernetScenario.TIMEOUT);
                     }
                 });
                 assertEquals(ErrorCode.REMOTE_ERROR, e.code(), e.getMessage());
@@ -380,11 +404,11 @@ class EthernetConnectionTest {
                     var reg = mem.registerMemory(buffer, org.jmscclpp.core.TransportFlags.of(
                             org.jmscclpp.core.Transport.ETHERNET));
                     c.write(reg, 0, reg, 0, 64);
-                    // blocked on: the caller waits in its own selector; subscribed to: the ack thread keeps the deadline
+                    // awaitFlush: the caller waits in its own selector; the Mono: the ack thread keeps the deadline
                     List<org.junit.jupiter.api.function.Executable> waits = List.of(
-                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)),
+                            () -> c.awaitFlush(Duration.ofMillis(300)),
                             () -> c.flush(Duration.ofMillis(300)).block(),
-                            () -> c.flush(Duration.ofMillis(300)).then().block(Duration.ofSeconds(10)));
+                            () -> c.flush(Duration.ofMillis(300)).block(Duration.ofSeconds(10)));
                     for (var wait : waits) {
                         long t0 = System.nanoTime();
                         JmscclppException e = assertThrows(JmscclppException.class, wait);
@@ -400,6 +424,11 @@ class EthernetConnectionTest {
                     IllegalStateException limit = assertThrows(IllegalStateException.class,
                             () -> c.flush(Duration.ofSeconds(30)).block(Duration.ofMillis(100)));
                     assertTrue(limit.getMessage().startsWith("Timeout on blocking read"), limit.getMessage());
+                    // on a non-blocking thread awaitFlush is refused, as block() is
+                    Throwable onParallel = Mono.fromRunnable(() -> c.awaitFlush(Duration.ofSeconds(10)))
+                            .subscribeOn(Schedulers.parallel()).then(Mono.<Throwable>empty())
+                            .onErrorResume(Mono::just).block(Duration.ofSeconds(10));
+                    assertTrue(onParallel instanceof IllegalStateException, String.valueOf(onParallel));
                     // what the peer got: the WRITE, then one SYNC that every flush above waited for
                     // (the later flushes found the last frame sent already a SYNC and sent none)
                     var in = peer.getInputStream();
@@ -415,10 +444,11 @@ class EthernetConnectionTest {
                     // an ack of the WRITE alone completes no flush: it waits for its SYNC
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 1, 0, 0, 0));
                     assertEquals(ErrorCode.TIMEOUT, assertThrows(JmscclppException.class,
-                            () -> c.flush(Duration.ofMillis(200)).block()).code());
-                    // the peer acknowledges the SYNC now: a blocked flush completes on the ack it reads itself
+                            () -> c.awaitFlush(Duration.ofMillis(200))).code());
+                    // the peer acknowledges the SYNC now: awaitFlush completes on the ack it reads itself
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 2, 0, 0, 0));
-                    c.flush(Duration.ofSeconds(10)).block();
+                    c.awaitFlush(Duration.ofSeconds(10));
+                    c.flush(Duration.ofSeconds(10)).block(Duration.ofSeconds(10));
                     // a write soon after a flush asks for its ack itself, so the next flush sends no SYNC
                     c.write(reg, 0, reg, 0, 64);
                     var asking = EthernetWire.readHeader(io.netty.buffer.Unpooled.wrappedBuffer(
@@ -428,7 +458,7 @@ class EthernetConnectionTest {
                     assertEquals(EthernetWire.ACK_WANTED, asking.reserved());
                     assertEquals(64, in.readNBytes(64).length);
                     peer.getOutputStream().write(frame(EthernetWire.ACK, 0, 3, 0, 0, 0));
-                    c.flush(Duration.ofSeconds(10)).block();
+                    c.awaitFlush(Duration.ofSeconds(10));
                     assertEquals(0, in.available(), "no SYNC after a write that asked");
                     reg.close();
                 }

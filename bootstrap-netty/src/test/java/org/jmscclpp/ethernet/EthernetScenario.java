@@ -120,7 +120,7 @@ final class EthernetScenario implements AutoCloseable {
         long bytes = 4L * ints;
         for (int i = 0; i < turns; i++) {
             if (rank == 1 || i > 0) {
-                channel.wait(TIMEOUT);
+                channel.await(TIMEOUT);
                 check(b, ints, peer, rank == 1 ? i : i - 1);
             }
             int base = offset(rank) + i;
@@ -131,7 +131,7 @@ final class EthernetScenario implements AutoCloseable {
             channel.flush(TIMEOUT);
         }
         if (rank == 0) {
-            channel.wait(TIMEOUT);
+            channel.await(TIMEOUT);
             check(b, ints, 1, turns - 1);
         }
         // every signal of these turns was flushed, so applied, before its sender reached this barrier

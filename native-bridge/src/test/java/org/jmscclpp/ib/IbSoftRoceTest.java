@@ -92,7 +92,7 @@ class IbSoftRoceTest {
             g.onEveryRank(r -> {
                 connections.get(r).write(remotes.get(r), (long) r * half, locals.get(r), (long) r * half, half);
                 return connections.get(r).flush(WAIT).then(Mono.fromRunnable(semaphores.get(r)::signal))
-                        .then(semaphores.get(r).wait(WAIT)).thenReturn(r);
+                        .then(semaphores.get(r).nextSignal(WAIT)).thenReturn(r);
             });
             for (int r = 0; r < 2; r++) {
                 MemorySegment back = arena.allocate(BYTES);
@@ -109,9 +109,9 @@ class IbSoftRoceTest {
                 for (int t = 0; t < turns; t++) {
                     if (r == 0) {
                         semaphores.get(0).signal();
-                        semaphores.get(0).wait(WAIT).block(WAIT.plusSeconds(1));
+                        semaphores.get(0).nextSignal(WAIT).block(WAIT.plusSeconds(1));
                     } else {
-                        semaphores.get(1).wait(WAIT).block(WAIT.plusSeconds(1));
+                        semaphores.get(1).nextSignal(WAIT).block(WAIT.plusSeconds(1));
                         semaphores.get(1).signal();
                     }
                 }

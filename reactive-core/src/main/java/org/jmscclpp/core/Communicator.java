@@ -33,18 +33,35 @@ import reactor.core.publisher.Sinks;
  * <h2>Two ways to set up</h2>
  * <ul>
  *   <li><b>Queued</b>, as MSCCL++'s seed-era API: {@link #connectOnSetup}, {@link #sendMemoryOnSetup}
- *       and {@link #recvMemoryOnSetup} queue a step and return a Mono that completes when
- *       {@link #setup()} has run it. {@code setup()} runs every queued step's sends first, then
- *       every step's receives, each in call order.</li>
+ *       and {@link #recvMemoryOnSetup} queue a step when called (that is their contract: the
+ *       call, not a subscription, puts the step in line, so a step whose Mono nobody subscribes
+ *       still runs) and return a Mono that completes when {@link #setup()} has run it.
+ *       {@code setup()} is lazy and runs every queued step's sends first, then every step's
+ *       receives, each in call order.</li>
  *   <li><b>Immediate</b>: {@link #connect}, {@link #sendMemory}, {@link #recvMemory} and
- *       {@link #buildSemaphore} run their step when subscribed.</li>
+ *       {@link #buildSemaphore} are lazy: nothing is claimed or sent before subscription, and the
+ *       step takes its place on (peer, tag) when first subscribed.</li>
  * </ul>
- * Both share one implementation, and both keep MSCCL++'s matching rule: the i-th sending call
+ * Both share one implementation, and both keep MSCCL++'s matching rule: the i-th sending step
  * ({@code connect}, {@code sendMemory}, {@code buildSemaphore}) to (peer, tag) matches the i-th
- * receiving call on the peer for (this rank, tag), whatever the order of subscription: calls on one
- * (peer, tag) run in call order, and subscribing to a later one first runs the earlier ones it
- * depends on. Each returned Mono runs its step once and replays the outcome to later subscribers.
- * {@link #mesh} builds a whole mesh (connections, memories, semaphores with every peer) as one Mono.
+ * receiving step on the peer for (this rank, tag), where the order is call order for queued steps
+ * and subscription order for immediate ones: steps on one (peer, tag) run in that order, sends
+ * after earlier sends, receives after earlier receives. A step's Mono runs the step once and
+ * replays its result to later subscribers.
+ *
+ * <h2>Retrying</h2>
+ * A failed step runs again when its Mono is subscribed again ({@code retryWhen},
+ * {@code retry}; for queued steps, when {@code setup()} is subscribed again, which runs them ahead
+ * of newer steps) as long as the protocol allows it: when nothing of the step reached the peer
+ * (it failed waiting for an earlier step on its (peer, tag), or before its message was handed to
+ * the bootstrap), or when its message did go out and it failed waiting for the peer's (a
+ * {@code connect} whose endpoint was sent but whose peer was late: the retry keeps the endpoint
+ * sent and only waits again, with a fresh deadline). A step is <b>not</b> run again, and a new
+ * subscription replays its error, once the bootstrap's send of its message failed (the message may
+ * have gone out in part or whole) or once it took the peer's message and then failed (the i-th
+ * message was consumed): running it again would make it the (i+1)-th and shift the matching of
+ * every later step on that (peer, tag). Retry before subscribing later steps on the same
+ * (peer, tag): a later step does not wait for an earlier one that failed.
  *
  * <p>Communicator tags are in [0, 2^24) and travel on bootstrap tags of their own
  * ({@code 0x4A000000 | tag}), so they never mix with the application's bootstrap messages. Each
@@ -76,8 +93,9 @@ public final class Communicator implements AutoCloseable {
     private final Backend backend;
     private final Object lock = new Object();
     private final List<Step<?>> queued = new ArrayList<>();
-    private final Map<Long, Mono<?>> lastSend = new HashMap<>();
-    private final Map<Long, Mono<?>> lastReceive = new HashMap<>();
+    /** The newest step on each (peer, tag), which the next step's send and receive run after. Guarded by lock. */
+    private final Map<Long, Step<?>> lastSend = new HashMap<>();
+    private final Map<Long, Step<?>> lastReceive = new HashMap<>();
     private final Deque<AutoCloseable> owned = new ArrayDeque<>();
     /** Transport providers' sessions, opened on first use; also in {@link #owned}. Guarded by lock. */
     private final Map<TransportProvider, TransportProvider.Session> sessions = new HashMap<>();
@@ -240,7 +258,10 @@ public final class Communicator implements AutoCloseable {
      * Runs every step queued so far: all sends in call order, then all receives in call order,
      * completing each step's Mono as it finishes. If a step fails, {@code setup} errors with that
      * error and every step not finished yet fails with it too; cancelling fails them with
-     * {@link ErrorCode#ABORTED}. {@code timeout} bounds the whole run.
+     * {@link ErrorCode#ABORTED}. {@code timeout} bounds the whole run. Lazy: nothing runs before
+     * subscription. The failed steps that may run again (see the class comment) are queued again,
+     * ahead of newer steps, so subscribing again retries them; their Monos then give the outcome
+     * of the new run to new subscribers.
      */
     public Mono<Void> setup(Duration timeout) {
         return Mono.defer(() -> {
@@ -249,16 +270,48 @@ public final class Communicator implements AutoCloseable {
                 checkOpen("setup");
                 batch = new ArrayList<>(queued);
                 queued.clear();
+                batch.forEach(Step::startQueuedRun);
             }
             long deadline = System.nanoTime() + timeout.toNanos();
-            return Flux.fromIterable(batch).concatMap(s -> s.runSend(deadline))
-                    .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runReceive(deadline)))
+            return Flux.fromIterable(batch).concatMap(s -> s.runQueuedSend(deadline))
+                    .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runQueuedReceive(deadline)))
                     .then()
-                    .doOnError(e -> batch.forEach(s -> s.fail(e)))
-                    .doOnCancel(() -> batch.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED,
-                            "setup was cancelled before this step finished").rank(rank()).peer(s.peer).tag(s.tag)
-                            .phase(s.phase()).build())));
+                    .doOnError(e -> settle(batch, e))
+                    .doOnCancel(() -> settle(batch, null));
         });
+    }
+
+    /**
+     * After a failed ({@code error}) or cancelled (null) setup: each step of the batch not finished
+     * fails its Mono; those that may run again are queued again, first, in their order.
+     */
+    private void settle(List<Step<?>> batch, @Nullable Throwable error) {
+        List<Step<?>> again = new ArrayList<>();
+        for (Step<?> s : batch) {
+            if (s.finished()) {
+                continue;
+            }
+            boolean retryable = s.retryable();
+            s.fail(error != null ? error : JmscclppException.builder(ErrorCode.ABORTED,
+                    "setup was cancelled before this step finished").rank(rank()).peer(s.peer).tag(s.tag)
+                    .phase(s.phase()).build());
+            if (retryable) {
+                s.renew();
+                again.add(s);
+            }
+        }
+        synchronized (lock) {
+            if (!closed) {
+                queued.addAll(0, again);
+                return;
+            }
+        }
+        again.forEach(s -> s.fail(closedBeforeSetup(s)));
+    }
+
+    private JmscclppException closedBeforeSetup(Step<?> s) {
+        return JmscclppException.builder(ErrorCode.ABORTED, "the communicator was closed before setup() ran this step")
+                .rank(rank()).peer(s.peer).tag(s.tag).phase(s.phase()).build();
     }
 
     // ------------------------------------------------------------------------------------------
@@ -328,27 +381,60 @@ public final class Communicator implements AutoCloseable {
      * Connects this rank with every other rank (the config for each peer from
      * {@code configForPeer}), exchanges {@code local} with each, then builds a semaphore over each
      * connection: one Mono for the whole mesh, which every rank must subscribe. Runs {@link #setup}
-     * (so steps queued earlier run too). {@code timeout} bounds each of the two phases.
+     * (so steps queued earlier run too). {@code timeout} bounds each of the two phases. Lazy: the
+     * steps are queued at the first subscription. Subscribing again after a failure retries the
+     * same steps where the class comment allows it, and replays the error where it does not.
      */
     public Mono<Mesh> mesh(RegisteredMemory local, IntFunction<EndpointConfig> configForPeer, int tag, Duration timeout) {
-        return Mono.defer(() -> {
-            Map<Integer, Mono<Connection>> connections = new HashMap<>();
-            Map<Integer, Mono<RegisteredMemory>> memories = new HashMap<>();
-            List<Integer> peers = new ArrayList<>();
-            for (int p = 0; p < size(); p++) {
-                if (p != rank()) {
-                    peers.add(p);
-                    connections.put(p, connectOnSetup(p, tag, configForPeer.apply(p)));
-                    sendMemoryOnSetup(local, p, tag);
-                    memories.put(p, recvMemoryOnSetup(p, tag));
+        MeshSteps steps = new MeshSteps(local, configForPeer, tag, timeout);
+        return Mono.defer(steps::run);
+    }
+
+    /** The steps of one {@link #mesh} Mono, made at its first subscription and reused by retries. */
+    private final class MeshSteps {
+        private final RegisteredMemory local;
+        private final IntFunction<EndpointConfig> configForPeer;
+        private final int tag;
+        private final Duration timeout;
+        private @Nullable List<Integer> peers;
+        private final Map<Integer, Mono<Connection>> connections = new HashMap<>();
+        private final Map<Integer, Mono<RegisteredMemory>> memories = new HashMap<>();
+        private final Map<Integer, Mono<Semaphore>> semaphores = new HashMap<>();
+
+        MeshSteps(RegisteredMemory local, IntFunction<EndpointConfig> configForPeer, int tag, Duration timeout) {
+            this.local = local;
+            this.configForPeer = configForPeer;
+            this.tag = tag;
+            this.timeout = timeout;
+        }
+
+        synchronized Mono<Mesh> run() {
+            if (peers == null) {
+                List<Integer> ps = new ArrayList<>();
+                for (int p = 0; p < size(); p++) {
+                    if (p != rank()) {
+                        ps.add(p);
+                        connections.put(p, connectOnSetup(p, tag, configForPeer.apply(p)));
+                        sendMemoryOnSetup(local, p, tag);
+                        memories.put(p, recvMemoryOnSetup(p, tag));
+                    }
                 }
+                peers = ps;
             }
-            return setup(timeout).then(Flux.fromIterable(peers)
-                    .flatMap(p -> connections.get(p).flatMap(c -> buildSemaphore(c, timeout)))
-                    .collectList())
-                    .flatMap(semaphores -> Flux.fromIterable(peers).flatMapSequential(memories::get).collectList()
-                            .map(mems -> new Mesh(rank(), peers, semaphores, mems)));
-        });
+            List<Integer> ps = peers;
+            return setup(timeout).then(Flux.fromIterable(ps).flatMap(this::semaphore).collectList())
+                    .flatMap(sems -> Flux.fromIterable(ps).flatMapSequential(memories::get).collectList()
+                            .map(mems -> new Mesh(rank(), ps, sems, mems)));
+        }
+
+        /** The semaphore step with {@code peer}, made once (when its connection is there) and reused by retries. */
+        private Mono<Semaphore> semaphore(int peer) {
+            return connections.get(peer).flatMap(c -> {
+                synchronized (this) {
+                    return semaphores.computeIfAbsent(peer, p -> buildSemaphore(c, timeout));
+                }
+            });
+        }
     }
 
     // ------------------------------------------------------------------------------------------
@@ -366,8 +452,7 @@ public final class Communicator implements AutoCloseable {
             failureWatch.dispose();
             toClose = new ArrayList<>(owned);
             owned.clear();
-            queued.forEach(s -> s.fail(JmscclppException.builder(ErrorCode.ABORTED, "the communicator was closed before "
-                    + "setup() ran this step").rank(rank()).peer(s.peer).tag(s.tag).phase(s.phase()).build()));
+            queued.forEach(s -> s.fail(closedBeforeSetup(s)));
             queued.clear();
         }
         Closeables.closeAll(toClose);   // the deque holds newest first
@@ -404,19 +489,19 @@ public final class Communicator implements AutoCloseable {
         synchronized (lock) {
             checkOpen(step.phase());
             step.validate();
-            step.chain(null);
+            step.chain();
             queued.add(step);
         }
-        return step.result();
+        return Mono.defer(step::queuedOutcome);
     }
 
+    /** A lazy step: arguments are checked now, everything else happens at subscription ({@link Step#attempt}). */
     private <T> Mono<T> immediate(Step<T> step, Duration timeout) {
         synchronized (lock) {
             checkOpen(step.phase());
-            step.validate();
-            step.chain(timeout);
         }
-        return step.result();
+        step.validate();
+        return Mono.defer(() -> step.attempt(timeout));
     }
 
     private static long key(int peer, int tag) {
@@ -427,19 +512,44 @@ public final class Communicator implements AutoCloseable {
         return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
     }
 
+    /** Nothing of the step has reached the peer or been taken from it. */
+    private static final int WIRE_NONE = 0;
+    /** The step's message is being handed to the bootstrap: it may be out, in part or whole. */
+    private static final int WIRE_SENDING = 1;
+    /** The step's message is out, whole; nothing taken yet. */
+    private static final int WIRE_SENT = 2;
+    /** The step took the peer's message. */
+    private static final int WIRE_TAKEN = 3;
+
     /**
-     * One step of setup: a send part and a receive part, each chained after the previous step's
-     * part on the same (peer, tag). Queued steps run when {@link #setup} drives them; immediate
-     * steps when their result is subscribed.
+     * One step of setup: a send part and a receive part, each run after the previous step's part
+     * on the same (peer, tag). Queued steps run when {@link #setup} drives them; immediate steps
+     * when their Mono is subscribed. A step records how far it got on the wire, which decides
+     * whether it may run again after a failure ({@link #retryable()}); a step that runs again
+     * skips a send that already went out.
      */
     private abstract class Step<T> {
         final int peer;
         final int tag;
-        private final Sinks.One<T> outcome = Sinks.one();
-        private final Sinks.Empty<Void> sent = Sinks.empty();
-        private Mono<?> previousSend = Mono.empty();
-        private Mono<?> previousReceive = Mono.empty();
-        private @Nullable Mono<T> immediateRun;
+        /** How far the step got on the wire: one of the WIRE_ constants, never going back. */
+        private volatile int wire = WIRE_NONE;
+        private volatile boolean finished;
+        /** Which run of the step this is: later steps wait for the run they were chained after, not a newer one. */
+        private volatile int runs;
+        // queued steps: the current run's outcome, replaced when a failed run is run again
+        private volatile Sinks.One<T> outcome = Sinks.one();
+        private volatile Sinks.Empty<Void> sent = Sinks.empty();
+        /** A failed queued step that is queued again: the next setup gives it a new outcome. */
+        private volatile boolean failedRun;
+        // immediate steps: the current run (set under this), cleared by a failure that allows another
+        private volatile boolean immediate;
+        private volatile @Nullable Mono<Void> sendRun;
+        private volatile @Nullable Mono<T> run;
+        // the step (and its run) each part runs after: an earlier step on (peer, tag), or null
+        private @Nullable Step<?> previousSend;
+        private int previousSendRun;
+        private @Nullable Step<?> previousReceive;
+        private int previousReceiveRun;
 
         Step(int peer, int tag) {
             this.peer = peer;
@@ -464,65 +574,185 @@ public final class Communicator implements AutoCloseable {
             }
         }
 
-        /** Links this step after the previous ones on (peer, tag); called under the lock, in call order. */
-        void chain(@Nullable Duration immediateTimeout) {
+        /** Takes this step's place on (peer, tag), after the steps there; called under the lock, in order. */
+        void chain() {
             long k = key(peer, tag);
-            previousSend = quiet(lastSend.get(k));
-            previousReceive = quiet(lastReceive.get(k));
-            if (immediateTimeout == null) {
-                lastSend.put(k, sent.asMono());
-                lastReceive.put(k, outcome.asMono());
-            } else {
-                // Sends chain after earlier sends only, receives after earlier receives (and this
-                // step's own send), so "receive then send" on both ranks cannot deadlock.
-                Mono<Void> sendPart = Mono.defer(() -> runSend(System.nanoTime() + immediateTimeout.toNanos())).cache();
-                Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(System.nanoTime()
-                        + immediateTimeout.toNanos()))).then(outcome.asMono()).cache();
-                immediateRun = receivePart;
-                lastSend.put(k, sendPart);
-                lastReceive.put(k, receivePart);
+            // a step running again while still the newest keeps the place it had
+            Step<?> ps = lastSend.put(k, this);
+            if (ps != this) {
+                previousSend = ps;
+                previousSendRun = ps == null ? 0 : ps.runs;
+            }
+            Step<?> pr = lastReceive.put(k, this);
+            if (pr != this) {
+                previousReceive = pr;
+                previousReceiveRun = pr == null ? 0 : pr.runs;
             }
         }
 
-        private Mono<?> quiet(@Nullable Mono<?> previous) {
-            return previous == null ? Mono.empty() : previous.onErrorResume(e -> Mono.empty());
+        /** Whether the step completed. */
+        boolean finished() {
+            return finished;
         }
 
-        Mono<T> result() {
-            return immediateRun != null ? immediateRun : outcome.asMono();
+        /**
+         * Whether a failed step may run again: nothing of it went out, or its message went out
+         * whole and it has not taken the peer's yet (then it runs the receive only).
+         */
+        boolean retryable() {
+            int w = wire;
+            return w == WIRE_NONE || w == WIRE_SENT;
         }
 
-        Mono<Void> runSend(long deadline) {
-            return waitFor(previousSend, deadline, "an earlier send")
-                    // local work (allocating a token, creating an endpoint) never runs on a bootstrap I/O thread
-                    .then(Mono.defer(() -> send(left(deadline))).subscribeOn(Waiting.VIRTUAL))
-                    .onErrorMap(this::located)
-                    .doOnSuccess(v -> sent.tryEmitEmpty())
-                    .doOnError(this::fail);
+        // ------------------------------------------------------------------ queued
+
+        /** The outcome of the queued step's current run (a new one after a retryable failure). */
+        Mono<T> queuedOutcome() {
+            return outcome.asMono();
         }
 
-        Mono<Void> runReceive(long deadline) {
-            return waitFor(previousReceive, deadline, "an earlier receive")
-                    .then(Mono.defer(() -> receive(left(deadline))))
-                    .onErrorMap(this::located)
-                    .doOnNext(outcome::tryEmitValue)
+        /**
+         * A queued step that failed but may run again: it keeps its error for subscribers until
+         * the next setup takes it ({@link #startQueuedRun}).
+         */
+        void renew() {
+            failedRun = true;
+        }
+
+        /** Called by setup when it takes the step: a step that failed before gets a new run and outcome. */
+        void startQueuedRun() {
+            if (failedRun) {
+                failedRun = false;
+                runs++;
+                outcome = Sinks.one();
+                sent = Sinks.empty();
+            }
+        }
+
+        Mono<Void> runQueuedSend(long deadline) {
+            Sinks.Empty<Void> s = sent;
+            return runSend(deadline).doOnSuccess(v -> s.tryEmitEmpty()).doOnError(this::fail);
+        }
+
+        Mono<Void> runQueuedReceive(long deadline) {
+            Sinks.One<T> o = outcome;
+            return runReceive(deadline).doOnNext(o::tryEmitValue)
                     .doOnSuccess(v -> {
                         if (v == null) {
-                            outcome.tryEmitEmpty();
+                            o.tryEmitEmpty();
                         }
                     })
                     .doOnError(this::fail)
                     .then();
         }
 
-        private Mono<Void> waitFor(Mono<?> previous, long deadline, String what) {
-            return previous.then().timeout(left(deadline), Mono.error(() -> error(ErrorCode.TIMEOUT, "waited for "
-                    + what + " on this (peer, tag) that has not run: a step queued for setup() that was never set up?")));
-        }
-
         void fail(Throwable e) {
             sent.tryEmitError(e);
             outcome.tryEmitError(e);
+        }
+
+        // ------------------------------------------------------------------ immediate
+
+        /**
+         * The immediate step's run for a subscriber: the current one (running, done, or failed for
+         * good), or a new one that takes its place on (peer, tag) now, with a fresh deadline.
+         */
+        synchronized Mono<T> attempt(Duration timeout) {
+            Mono<T> current = run;
+            if (current != null) {
+                return current;
+            }
+            synchronized (lock) {
+                if (closed) {
+                    return Mono.error(error(ErrorCode.INVALID_USAGE, "the communicator is closed"));
+                }
+                immediate = true;
+                runs++;
+                chain();
+            }
+            // Sends run after earlier sends only, receives after earlier receives (and this step's
+            // own send), so "receive then send" on both ranks cannot deadlock.
+            Mono<Void> sendPart = Mono.defer(() -> runSend(System.nanoTime() + timeout.toNanos())).cache();
+            Mono<T>[] self = newRun();
+            Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(System.nanoTime() + timeout.toNanos())))
+                    .doOnSuccess(v -> finished = true)
+                    .doOnError(e -> giveUpIfRetryable(self[0]))
+                    .cache();
+            self[0] = receivePart;
+            sendRun = sendPart;
+            run = receivePart;
+            return receivePart;
+        }
+
+        @SuppressWarnings("unchecked")
+        private Mono<T>[] newRun() {
+            return new Mono[1];
+        }
+
+        /**
+         * After a failed run: a step that may run again gives up its place (later steps no longer
+         * wait for it), and the next subscriber starts a new run.
+         */
+        private synchronized void giveUpIfRetryable(@Nullable Mono<T> failed) {
+            if (failed != null && run == failed && retryable()) {
+                run = null;
+                sendRun = null;
+            }
+        }
+
+        /**
+         * What a later step's send waits for: this step's send in run {@code r}; nothing when that
+         * run gave up its place (it failed and may run again, later).
+         */
+        private Mono<?> sendDone(int r) {
+            if (runs != r) {
+                return Mono.empty();
+            }
+            Mono<Void> s = sendRun;
+            return immediate ? (s == null ? Mono.empty() : s) : sent.asMono();
+        }
+
+        /** What a later step's receive waits for: this step's receive in run {@code r}, as {@link #sendDone}. */
+        private Mono<?> receiveDone(int r) {
+            if (runs != r) {
+                return Mono.empty();
+            }
+            Mono<T> s = run;
+            return immediate ? (s == null ? Mono.empty() : s) : outcome.asMono();
+        }
+
+        // ------------------------------------------------------------------ both
+
+        Mono<Void> runSend(long deadline) {
+            Step<?> before = previousSend;
+            int beforeRun = previousSendRun;
+            return waitFor(before == null ? Mono.empty() : Mono.defer(() -> before.sendDone(beforeRun)), deadline,
+                    "an earlier send")
+                    // local work (allocating a token, creating an endpoint) never runs on a bootstrap I/O thread
+                    .then(Mono.defer(() -> wire >= WIRE_SENT ? Mono.<Void>empty() : send(left(deadline)))
+                            .subscribeOn(Waiting.VIRTUAL))
+                    .doOnSuccess(v -> {
+                        if (wire < WIRE_SENT) {
+                            wire = WIRE_SENT;
+                        }
+                    })
+                    .onErrorMap(this::located);
+        }
+
+        Mono<T> runReceive(long deadline) {
+            Step<?> before = previousReceive;
+            int beforeRun = previousReceiveRun;
+            return waitFor(before == null ? Mono.empty() : Mono.defer(() -> before.receiveDone(beforeRun)), deadline,
+                    "an earlier receive")
+                    .then(Mono.defer(() -> receive(left(deadline))))
+                    .doOnSuccess(v -> finished = true)
+                    .onErrorMap(this::located);
+        }
+
+        private Mono<Void> waitFor(Mono<?> previous, long deadline, String what) {
+            return previous.onErrorResume(e -> Mono.empty()).then().timeout(left(deadline), Mono.error(() -> error(
+                    ErrorCode.TIMEOUT, "waited for " + what + " on this (peer, tag) that has not run: a step queued for"
+                            + " setup() that was never set up?")));
         }
 
         /** Re-addresses an error to this step: the communicator tag, peer and phase rather than the bootstrap's. */
@@ -546,12 +776,16 @@ public final class Communicator implements AutoCloseable {
             byte[] message = new byte[payload.length + 1];
             message[0] = kind;
             System.arraycopy(payload, 0, message, 1, payload.length);
-            return bootstrap.send(peer, TAG_SPACE | tag, message, timeout);
+            return Mono.defer(() -> {
+                wire = WIRE_SENDING;
+                return bootstrap.send(peer, TAG_SPACE | tag, message, timeout);
+            });
         }
 
         /** Receives the next message on (peer, tag), checks its kind and hands the payload to a virtual thread. */
         Mono<byte[]> take(byte kind, Duration timeout) {
-            return bootstrap.recv(peer, TAG_SPACE | tag, timeout).publishOn(Waiting.VIRTUAL).map(message -> {
+            return bootstrap.recv(peer, TAG_SPACE | tag, timeout).doOnNext(m -> wire = WIRE_TAKEN)
+                    .publishOn(Waiting.VIRTUAL).map(message -> {
                 if (message.length == 0 || message[0] != kind) {
                     throw error(ErrorCode.INVALID_USAGE, "expected " + kindName(kind) + " but the peer sent "
                             + (message.length == 0 ? "an empty message" : kindName(message[0]))
@@ -671,6 +905,8 @@ public final class Communicator implements AutoCloseable {
         private final Connection connection;
         private @Nullable DeviceBuffer token;
         private @Nullable RegisteredMemory tokenMemory;
+        private volatile boolean built;
+        private boolean releaseOwned;
 
         SemaphoreStep(int peer, int tag, Connection connection) {
             super(peer, tag);
@@ -690,6 +926,16 @@ public final class Communicator implements AutoCloseable {
                 token = t;
                 RegisteredMemory m = registerMemory(t, TransportFlags.of(connection.transport()));
                 tokenMemory = m;
+                if (!releaseOwned) {
+                    // a failed step that may run again keeps its token for the retry: the communicator
+                    // releases it if the semaphore is never built
+                    releaseOwned = true;
+                    own(() -> {
+                        if (!built) {
+                            release();
+                        }
+                    });
+                }
                 return transmit(KIND_SEMAPHORE, m.serialize(), timeout);
             }).doOnError(e -> release());
         }
@@ -703,16 +949,24 @@ public final class Communicator implements AutoCloseable {
                     throw error(ErrorCode.INTERNAL_ERROR, "receiving before the local token was made");
                 }
                 RegisteredMemory remote = RegisteredMemory.deserialize(bytes, backend);
-                return own(new Semaphore(connection, t, m, remote, abortSignal));
-            }).doOnError(e -> release());
+                Semaphore semaphore = own(new Semaphore(connection, t, m, remote, abortSignal));
+                built = true;
+                return semaphore;
+            }).doOnError(e -> {
+                if (!retryable()) {
+                    release();
+                }
+            });
         }
 
-        private void release() {
+        private synchronized void release() {
             if (tokenMemory != null) {
                 tokenMemory.close();
+                tokenMemory = null;
             }
             if (token != null) {
                 token.close();
+                token = null;
             }
         }
     }

@@ -2,6 +2,7 @@ package org.jmscclpp.core;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jmscclpp.core.spi.Waiting;
 import reactor.core.publisher.Mono;
 
 /**
@@ -9,7 +10,8 @@ import reactor.core.publisher.Mono;
  * {@code Connection}. Made by {@link Communicator#connect} or {@link Communicator#connectOnSetup}.
  *
  * <p>{@link #write} and {@link #updateAndSync} start a transfer and return; {@link #flush} tells
- * when every transfer started before it is visible to the peer. Ranges are checked: an offset or
+ * when every transfer started before it is visible to the peer ({@link #awaitFlush} is its
+ * blocking form). Ranges are checked: an offset or
  * size outside a registered region, memory not registered with the connection's transport, or
  * memory this process has not mapped is {@link ErrorCode#INVALID_USAGE}; the operation then does
  * nothing. {@link #write} and {@link #updateAndSync} may be called from any thread.
@@ -39,6 +41,27 @@ public interface Connection extends AutoCloseable {
     /** {@link #flush(Duration)} with 30 seconds. */
     default Mono<Void> flush() {
         return flush(Bootstrap.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * The synchronous form of {@link #flush(Duration)}, for threads that stand in for device code
+     * (benchmarks, ping-pongs, a thread of the caller's own): blocks until every {@link #write} and
+     * {@link #updateAndSync} issued before the call is visible at the peer, with the same errors
+     * ({@link ErrorCode#TIMEOUT} after {@code timeout}, naming peer, tag and phase {@code flush}).
+     * A transport may wait better than a subscriber can: ETHERNET reads the peer's acks on the
+     * calling thread, which saves the hand-off from its ack thread. The default blocks on
+     * {@link #flush(Duration)}. Not for a {@linkplain reactor.core.scheduler.Schedulers#isInNonBlockingThread()
+     * non-blocking thread} (a Reactor parallel thread, a Netty event loop): there it throws
+     * {@link IllegalStateException}, as {@link Mono#block()} does.
+     */
+    default void awaitFlush(Duration timeout) {
+        // the flush keeps its own deadline; this one only bounds a transport that would not
+        Duration limit = Waiting.bounded(timeout).plusSeconds(5);
+        flush(timeout).timeout(limit, Mono.error(() -> {
+            ConnectionContext ctx = context();
+            return JmscclppException.builder(ErrorCode.TIMEOUT, "the flush did not end within " + limit.toMillis()
+                    + " ms").rank(ctx.rank()).peer(ctx.remoteRank()).tag(ctx.tag()).phase("flush").build();
+        })).block();
     }
 
     /** This end's transport. */

@@ -81,10 +81,10 @@ class AbortTest {
                     r -> MemoryDevice2DeviceSemaphore.build(g.comm(r), conns.get(r)));
 
             List<CompletableFuture<Void>> waits = new ArrayList<>();
-            waits.add(host.get(0).wait(LONG).toFuture());
-            waits.add(CompletableFuture.runAsync(() -> toDevice.get(0).deviceHandle().wait(LONG),
+            waits.add(host.get(0).nextSignal(LONG).toFuture());
+            waits.add(CompletableFuture.runAsync(() -> toDevice.get(0).deviceHandle().await(LONG),
                     r -> Thread.ofPlatform().start(r)));
-            waits.add(CompletableFuture.runAsync(() -> d2d.get(0).deviceHandle().wait(LONG),
+            waits.add(CompletableFuture.runAsync(() -> d2d.get(0).deviceHandle().await(LONG),
                     r -> Thread.ofPlatform().start(r)));
 
             long t0 = System.nanoTime();
@@ -108,7 +108,7 @@ class AbortTest {
         try (ProxyFixture f = new ProxyFixture(dir, 2, 1 << 16)) {
             f.proxies.forEach(p -> p.start());
             PortChannel ch = f.channel(0);
-            CompletableFuture<Void> wait = CompletableFuture.runAsync(() -> ch.wait(LONG),
+            CompletableFuture<Void> wait = CompletableFuture.runAsync(() -> ch.await(LONG),
                     r -> Thread.ofPlatform().start(r));
             long t0 = System.nanoTime();
             f.group.comm(1).abort("stop everything");

@@ -107,7 +107,7 @@ class CommunicatorHygieneTest {
                 for (int r = 0; r < 2; r++) {
                     int peer = 1 - r;
                     // the peer's slot is its second half: write my first half there
-                    CompletableFuture<Void> arrived = sems.get(peer).wait(WAIT).toFuture();
+                    CompletableFuture<Void> arrived = sems.get(peer).nextSignal(WAIT).toFuture();
                     if (index == 0 && r == 0) {
                         // proves the dump sees a parked waiter, so the count after the cycles means something
                         assertTrue(waitThreads(-1) >= 1, "no jmscclpp-wait thread while a wait is pending");
@@ -117,7 +117,7 @@ class CommunicatorHygieneTest {
                     sems.get(r).signal();
                     device.get(r).signal();
                     arrived.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-                    device.get(peer).deviceHandle().wait(WAIT);
+                    device.get(peer).deviceHandle().await(WAIT);
                     MemorySegment got = bufs.get(peer).hostSegment();
                     assertEquals((byte) (index * 2 + r + 1), got.get(ValueLayout.JAVA_BYTE, BYTES / 2));
                     assertEquals((byte) (index * 2 + r + 1), got.get(ValueLayout.JAVA_BYTE, BYTES - 1));

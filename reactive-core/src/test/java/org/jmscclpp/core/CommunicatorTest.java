@@ -100,9 +100,12 @@ class CommunicatorTest {
         }
     }
 
-    /** The i-th send matches the i-th receive on (peer, tag) even when later receives are subscribed first. */
+    /**
+     * Immediate steps are lazy: a receive takes its place on (peer, tag) when subscribed, not when
+     * called, so the i-th subscribed receive gets the i-th message, whatever the call order.
+     */
     @Test
-    void receivesMatchInCallOrderWhateverTheSubscriptionOrder() {
+    void immediateReceivesMatchInSubscriptionOrder() {
         try (CommunicatorGroup g = new CommunicatorGroup(2, dir)) {
             List<DeviceBuffer> bufs = new ArrayList<>();
             List<RegisteredMemory> sent = new ArrayList<>();
@@ -114,16 +117,16 @@ class CommunicatorTest {
             for (int i = 0; i < 4; i++) {
                 g.comm(0).sendMemory(sent.get(i), 1, 1 + i % 2).block(CommunicatorGroup.WAIT);
             }
-            Mono<RegisteredMemory> firstOn1 = g.comm(1).recvMemory(0, 1);
-            Mono<RegisteredMemory> firstOn2 = g.comm(1).recvMemory(0, 2);
-            Mono<RegisteredMemory> secondOn1 = g.comm(1).recvMemory(0, 1);
-            Mono<RegisteredMemory> secondOn2 = g.comm(1).recvMemory(0, 2);
-            // subscribe backwards: the later receives must still get the later messages
-            assertEquals(sent.get(3).size(), secondOn2.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(2).size(), secondOn1.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(1).size(), firstOn2.block(CommunicatorGroup.WAIT).size());
-            assertEquals(sent.get(0).size(), firstOn1.block(CommunicatorGroup.WAIT).size());
-            assertSame(firstOn1.block(CommunicatorGroup.WAIT), firstOn1.block(CommunicatorGroup.WAIT),
+            Mono<RegisteredMemory> calledFirstOn1 = g.comm(1).recvMemory(0, 1);
+            Mono<RegisteredMemory> calledFirstOn2 = g.comm(1).recvMemory(0, 2);
+            Mono<RegisteredMemory> calledSecondOn1 = g.comm(1).recvMemory(0, 1);
+            Mono<RegisteredMemory> calledSecondOn2 = g.comm(1).recvMemory(0, 2);
+            // subscribed backwards: the first subscribed on each tag gets that tag's first message
+            assertEquals(sent.get(1).size(), calledSecondOn2.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(0).size(), calledSecondOn1.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(3).size(), calledFirstOn2.block(CommunicatorGroup.WAIT).size());
+            assertEquals(sent.get(2).size(), calledFirstOn1.block(CommunicatorGroup.WAIT).size());
+            assertSame(calledFirstOn1.block(CommunicatorGroup.WAIT), calledFirstOn1.block(CommunicatorGroup.WAIT),
                     "a step runs once and replays its outcome");
             bufs.forEach(DeviceBuffer::close);
         }
@@ -224,7 +227,7 @@ class CommunicatorTest {
                 }
                 return Flux.fromIterable(mesh.peers()).concatMap(p -> mesh.connection(p).flush())
                         .thenMany(Flux.fromIterable(sems)).doOnNext(Host2HostSemaphore::signal)
-                        .thenMany(Flux.fromIterable(sems)).concatMap(s -> s.wait(CommunicatorGroup.WAIT)).then()
+                        .thenMany(Flux.fromIterable(sems)).concatMap(s -> s.nextSignal(CommunicatorGroup.WAIT)).then()
                         .thenReturn(r);
             });
             for (int r = 0; r < n; r++) {
@@ -254,27 +257,27 @@ class CommunicatorTest {
             Host2DeviceSemaphore.DeviceHandle kernelSide = h2d.get(1).deviceHandle();
             assertFalse(kernelSide.poll());
             CompletableFuture<Void> kernel = CompletableFuture.runAsync(() -> {
-                kernelSide.wait(Duration.ofSeconds(10));
-                kernelSide.wait(Duration.ofSeconds(10));
+                kernelSide.await(Duration.ofSeconds(10));
+                kernelSide.await(Duration.ofSeconds(10));
             });
             h2d.get(0).signal();
             h2d.get(0).signal();
             kernel.get(20, TimeUnit.SECONDS);
             assertEquals(2, kernelSide.expectedValue());
             assertEquals(ErrorCode.TIMEOUT, assertThrows(JmscclppException.class,
-                    () -> kernelSide.wait(Duration.ofMillis(50))).code());
+                    () -> kernelSide.await(Duration.ofMillis(50))).code());
 
             MemoryDevice2DeviceSemaphore.DeviceHandle a = d2d.get(0).deviceHandle();
             MemoryDevice2DeviceSemaphore.DeviceHandle b = d2d.get(1).deviceHandle();
             CompletableFuture<Void> pong = CompletableFuture.runAsync(() -> {
                 for (int i = 0; i < 1000; i++) {
-                    b.wait(Duration.ofSeconds(10));
+                    b.await(Duration.ofSeconds(10));
                     b.signal();
                 }
             });
             for (int i = 0; i < 1000; i++) {
                 a.signal();
-                a.wait(Duration.ofSeconds(10));
+                a.await(Duration.ofSeconds(10));
             }
             pong.get(20, TimeUnit.SECONDS);
             assertEquals(1000, a.inboundValue());
@@ -293,12 +296,12 @@ class CommunicatorTest {
             List<Connection> conns = g.onEveryRank(r -> g.comm(r).connect(1 - r, 4, HOST_IPC));
             List<Host2HostSemaphore> sems = g.onEveryRank(r -> Host2HostSemaphore.build(g.comm(r), conns.get(r)));
             JmscclppException e = assertThrows(JmscclppException.class,
-                    () -> sems.get(1).wait(Duration.ofMillis(100)).block(CommunicatorGroup.WAIT));
+                    () -> sems.get(1).nextSignal(Duration.ofMillis(100)).block(CommunicatorGroup.WAIT));
             assertEquals(ErrorCode.TIMEOUT, e.code());
             assertEquals(0, e.peer());
             assertEquals(4, e.tag());
             sems.get(0).signal();
-            sems.get(1).wait(Duration.ofSeconds(10)).block(CommunicatorGroup.WAIT);
+            sems.get(1).nextSignal(Duration.ofSeconds(10)).block(CommunicatorGroup.WAIT);
             assertFalse(sems.get(1).poll());
             sems.get(0).signal();
             assertTrue(sems.get(1).poll());

@@ -141,7 +141,7 @@ public final class EthernetBenchRankSample implements Sample {
                         fillRandom(buffer.hostSegment());
                         for (int i = 0; i < o.jitWarmup(); i++) {
                             connection.write(remote, 0, memory, 0, o.jitWarmupBytes());
-                            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+                            connection.awaitFlush(OP_TIMEOUT);
                         }
                         for (int i = 0; i < o.jitWarmup(); i++) {
                             raw.send(buffer.hostSegment(), o.jitWarmupBytes());
@@ -233,7 +233,7 @@ public final class EthernetBenchRankSample implements Sample {
         WriteBenchRankSample.stamp(local.hostSegment(), size, iteration);
         long t = System.nanoTime();
         connection.write(remote, 0, local, 0, size);
-        connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+        connection.awaitFlush(OP_TIMEOUT);
         return System.nanoTime() - t;
     }
 

@@ -295,14 +295,14 @@ public final class ProxyBenchRankSample implements Sample {
                         stamp(ints, PARENT_BASE + (int) round);
                         channel.putWithSignal(0, bytes);
                         channel.flush(TIMEOUT);
-                        channel.wait(TIMEOUT);
+                        channel.await(TIMEOUT);
                         check(ints, CHILD_BASE + (int) round, round);
                         long d = System.nanoTime() - t;
                         if (i >= warmup) {
                             nanos[i - warmup] = d;
                         }
                     } else {
-                        channel.wait(TIMEOUT);
+                        channel.await(TIMEOUT);
                         check(ints, PARENT_BASE + (int) round, round);
                         stamp(ints, CHILD_BASE + (int) round);
                         channel.putWithSignal(0, bytes);

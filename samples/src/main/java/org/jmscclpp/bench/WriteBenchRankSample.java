@@ -137,7 +137,7 @@ public final class WriteBenchRankSample implements Sample {
             stamp(src, size, i);
             long t = System.nanoTime();
             connection.write(remote, 0, local, 0, size);
-            connection.flush(OP_TIMEOUT).block(OP_TIMEOUT);
+            connection.awaitFlush(OP_TIMEOUT);
             long d = System.nanoTime() - t;
             if (i >= warmup) {
                 ipcNanos += d;
@@ -148,7 +148,7 @@ public final class WriteBenchRankSample implements Sample {
                 .array();
         Blocking.done(bs.send(1, TAG, claim, OP_TIMEOUT), OP_TIMEOUT, 0, "send the check of " + size + " B");
         sem.signal();
-        Blocking.done(sem.wait(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0, "wait for the check of " + size + " B");
+        Blocking.done(sem.nextSignal(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0, "wait for the check of " + size + " B");
         String verdict = new String(Blocking.value(bs.recv(1, TAG, OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 0,
                 "receive the check of " + size + " B"), StandardCharsets.UTF_8);
 
@@ -178,7 +178,7 @@ public final class WriteBenchRankSample implements Sample {
         long size = claim.getLong();
         long last = claim.getLong();
         long sum = claim.getLong();
-        Blocking.done(sem.wait(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 1, "wait for the data of " + size + " B");
+        Blocking.done(sem.nextSignal(OP_TIMEOUT), OP_TIMEOUT.plusSeconds(5), 1, "wait for the data of " + size + " B");
         String problem = verify(dst, size, last, sum);
         byte[] verdict = (problem == null ? "ok" : problem).getBytes(StandardCharsets.UTF_8);
         Blocking.done(bs.send(0, TAG, verdict, OP_TIMEOUT), OP_TIMEOUT, 1, "answer the check of " + size + " B");

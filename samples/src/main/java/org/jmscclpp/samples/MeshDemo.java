@@ -57,7 +57,7 @@ public final class MeshDemo implements Sample {
                         }
                         return Flux.fromIterable(mesh.peers()).concatMap(p -> mesh.connection(p).flush())
                             .thenMany(Flux.fromIterable(sems)).doOnNext(Host2HostSemaphore::signal)
-                            .thenMany(Flux.fromIterable(sems)).concatMap(Host2HostSemaphore::await)
+                            .thenMany(Flux.fromIterable(sems)).concatMap(Host2HostSemaphore::nextSignal)
                             .then(Mono.<Void>fromRunnable(() -> check(buf.hostSegment(), nRanks, slice, rank)));
                     })
                     .doFinally(s -> { comm.close(); buf.close(); bootstrap.close(); });

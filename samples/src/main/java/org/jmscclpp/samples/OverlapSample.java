@@ -401,7 +401,7 @@ public final class OverlapSample implements Sample {
                 }
                 if ((mode & MODE_COMMUNICATE) != 0) {
                     for (int k = 0; k < o.tiles(); k++) {
-                        fromPrevious.wait(TIMEOUT);
+                        fromPrevious.await(TIMEOUT);
                     }
                     toNext.flush(TIMEOUT);
                 }

@@ -250,7 +250,7 @@ public final class MemoryChannel {
      *
      * <h2>Memory order</h2>
      * {@code put} and {@code get} are plain copies, ordered for the peer by {@link #signal()}
-     * (release) and {@link #wait(Duration)} (acquire). The {@code read}/{@code write} verbs are
+     * (release) and {@link #await(Duration)} (acquire). The {@code read}/{@code write} verbs are
      * opaque, like the volatile loads and stores of device code: atomic, never hoisted out of a
      * loop, unordered with other accesses. Packets carry their own flags ({@link LL16Packet},
      * {@link LL8Packet}) and need no semaphore.
@@ -424,13 +424,13 @@ public final class MemoryChannel {
          *
          * @throws JmscclppException {@link ErrorCode#TIMEOUT} naming the peer after {@code timeout}
          */
-        public void wait(Duration timeout) {
-            semaphore.wait(timeout);
+        public void await(Duration timeout) {
+            semaphore.await(timeout);
         }
 
-        /** {@link #wait(Duration)} without ordering the loads that follow. */
-        public void relaxedWait(Duration timeout) {
-            semaphore.relaxedWait(timeout);
+        /** {@link #await(Duration)} without ordering the loads that follow. */
+        public void awaitRelaxed(Duration timeout) {
+            semaphore.awaitRelaxed(timeout);
         }
 
         /** Consumes one signal if one has arrived that was not consumed yet; never blocks. */

@@ -32,14 +32,14 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Like device code, every method blocks the calling thread and returns when its part is done:
  * a push returns once the trigger is in the fifo (waiting while the fifo is full, up to 30 s),
- * {@link #flush} once the proxy's flush covered everything pushed before it, {@link #wait} once
+ * {@link #flush} once the proxy's flush covered everything pushed before it, {@link #await} once
  * the peer's signal arrived. Call them from threads standing in for kernels, not from reactive
  * pipelines or event loops. Waits spin briefly, then park with a growing delay; each ends at its
  * deadline with {@link ErrorCode#TIMEOUT}, and as soon as this channel's proxy has stopped or
  * failed with {@link ErrorCode#ABORTED} or {@link ErrorCode#REMOTE_ERROR} (the failure attached as
  * the cause) instead of spinning on.
  *
- * <p>Puts, signals and flushes may be called from any number of threads at once; {@link #wait}
+ * <p>Puts, signals and flushes may be called from any number of threads at once; {@link #await}
  * and {@link #poll()} consume the peer's signals and belong to one thread at a time.
  */
 public final class PortChannel {
@@ -186,14 +186,14 @@ public final class PortChannel {
      *                           ABORTED or REMOTE_ERROR once this channel's proxy stopped or failed
      *                           (a signal that already arrived is still consumed first)
      */
-    public void wait(Duration timeout) {
+    public void await(Duration timeout) {
         try {
-            if (!handle.waitUnless(Waiting.bounded(timeout),
+            if (!handle.awaitUnless(Waiting.bounded(timeout),
                     () -> producer.proxyState() != 0)) {
-                throw gone(producer.proxyState(), "wait");
+                throw gone(producer.proxyState(), "await");
             }
         } catch (IllegalStateException | WrongThreadException e) {
-            throw closed("wait", e);
+            throw closed("await", e);
         }
     }
 

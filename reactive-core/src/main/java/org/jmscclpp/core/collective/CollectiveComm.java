@@ -6,6 +6,7 @@ import java.util.function.Consumer;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -61,17 +62,21 @@ public interface CollectiveComm extends AutoCloseable {
     /**
      * Sets up a collective communicator over {@code communicator} with the engine of its backend
      * (found through {@link CollectiveEngine}'s service loader): every rank of the communicator must
-     * subscribe, at the same point of its setup. Lazy; completes when this rank is ready.
+     * subscribe, at the same point of its setup. Lazy; runs on a virtual thread (never on the
+     * subscriber's, which may be a bootstrap event loop); completes when this rank is ready.
      *
      * @return errors with INVALID_USAGE when no engine serves the backend or the options differ
      *         between ranks, TIMEOUT or REMOTE_ERROR from the setup's exchanges
      */
     static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
+        // finding the engine (a service loader reading the class path) and the engine's local set-up
+        // block: they run on a virtual thread, never on the subscriber's (a bootstrap event loop, when
+        // create is chained after TcpBootstrap.initialize)
         return Mono.defer(() -> {
             CollectiveEngine engine = CollectiveEngine.forBackend(communicator.backend());
             long start = System.nanoTime();
             return engine.create(communicator, options).doOnNext(c -> AbstractCollectiveComm.created(c, start));
-        });
+        }).subscribeOn(Waiting.VIRTUAL);
     }
 
     int rank();

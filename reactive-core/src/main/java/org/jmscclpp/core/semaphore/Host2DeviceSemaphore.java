@@ -65,7 +65,7 @@ public final class Host2DeviceSemaphore implements AutoCloseable {
     }
 
     /**
-     * Device side of a {@link Host2DeviceSemaphore}: {@link #poll()} and {@link #wait} for Java
+     * Device side of a {@link Host2DeviceSemaphore}: {@link #poll()} and {@link #await} for Java
      * threads acting as kernels on the host backend, and {@link #encode} for GPU kernels, which get
      * the two addresses (inbound token, then expected-inbound word, each 8 bytes little-endian).
      */

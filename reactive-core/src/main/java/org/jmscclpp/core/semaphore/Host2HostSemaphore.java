@@ -22,7 +22,7 @@ import reactor.core.publisher.Mono;
  *
  * <p>{@link #signal()} raises the peer's inbound token through
  * {@link Connection#updateAndSync}, after everything the connection wrote before it.
- * {@link #wait(Duration)} and {@link #poll()} consume one signal each. Signal from any number of
+ * {@link #nextSignal(Duration)} and {@link #poll()} consume one signal each. Signal from any number of
  * threads; wait from one at a time.
  */
 public final class Host2HostSemaphore {
@@ -77,7 +77,7 @@ public final class Host2HostSemaphore {
      * {@link ErrorCode#TIMEOUT} naming the peer after {@code timeout} (nothing is consumed then).
      * Waits on a virtual thread, spinning briefly and then parking.
      */
-    public Mono<Void> wait(Duration timeout) {
+    public Mono<Void> nextSignal(Duration timeout) {
         return Mono.defer(() -> {
             long target = expected.get() + 1;
             ConnectionContext ctx = semaphore.connection().context();
@@ -90,9 +90,9 @@ public final class Host2HostSemaphore {
         });
     }
 
-    /** {@link #wait(Duration)} with 30 seconds. */
-    public Mono<Void> await() {
-        return wait(Bootstrap.DEFAULT_TIMEOUT);
+    /** {@link #nextSignal(Duration)} with 30 seconds. */
+    public Mono<Void> nextSignal() {
+        return nextSignal(Bootstrap.DEFAULT_TIMEOUT);
     }
 
     static JmscclppException invalid(Connection c, String detail) {

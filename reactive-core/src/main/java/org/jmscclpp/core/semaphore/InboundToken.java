@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  * on a GPU the same two words are read by the CUDA version of the handle.
  *
  * <p>Like device code, these methods block the calling thread; they are meant for threads that
- * play the role of a kernel, not for reactive pipelines (use {@link Host2HostSemaphore#wait} there).
+ * play the role of a kernel, not for reactive pipelines (use {@link Host2HostSemaphore#nextSignal} there).
  */
 abstract class InboundToken {
 
@@ -70,25 +70,25 @@ abstract class InboundToken {
      * Blocks until the next signal has arrived (acquire: writes made before it are visible) and
      * consumes it; throws {@link ErrorCode#TIMEOUT} naming the peer after {@code timeout}.
      */
-    public void wait(Duration timeout) {
-        await(timeout, true, null);
+    public void await(Duration timeout) {
+        awaitSignal(timeout, true, null);
     }
 
-    /** {@link #wait(Duration)} without ordering the loads that follow (the token is read with opaque loads). */
-    public void relaxedWait(Duration timeout) {
-        await(timeout, false, null);
+    /** {@link #await(Duration)} without ordering the loads that follow (the token is read with opaque loads). */
+    public void awaitRelaxed(Duration timeout) {
+        awaitSignal(timeout, false, null);
     }
 
     /**
-     * {@link #wait(Duration)} that also gives up, consuming nothing and returning false, once
+     * {@link #await(Duration)} that also gives up, consuming nothing and returning false, once
      * {@code abandoned} holds (checked between looks at the token): for callers whose signal can
      * no longer come, such as a channel whose proxy stopped.
      */
-    public boolean waitUnless(Duration timeout, BooleanSupplier abandoned) {
-        return await(timeout, true, abandoned);
+    public boolean awaitUnless(Duration timeout, BooleanSupplier abandoned) {
+        return awaitSignal(timeout, true, abandoned);
     }
 
-    private boolean await(Duration timeout, boolean acquire, @Nullable BooleanSupplier abandoned) {
+    private boolean awaitSignal(Duration timeout, boolean acquire, @Nullable BooleanSupplier abandoned) {
         MemorySegment inbound = inbound();
         long target = Tokens.plain(expected(), 0) + 1;
         BooleanSupplier arrivedNow = () -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target;

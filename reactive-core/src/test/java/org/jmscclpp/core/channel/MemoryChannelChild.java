@@ -135,14 +135,14 @@ public final class MemoryChannelChild {
         int mine = rank == 0 ? 30_000_000 : 40_000_000;
         int theirs = rank == 0 ? 40_000_000 : 30_000_000;
         if (rank == 1) {
-            h.wait(STEP);
+            h.await(STEP);
             MemoryChannelPair.check(packets, 0, MAX_INTS, theirs, "rank 1, the parent's put");
         }
         MemoryChannelPair.fill(data, 0, MAX_INTS, mine);
         h.put(0, 0, DATA_BYTES);
         h.signal();
         if (rank == 0) {
-            h.wait(STEP);
+            h.await(STEP);
             MemoryChannelPair.check(packets, 0, MAX_INTS, theirs, "rank 0, the child's put");
         }
     }

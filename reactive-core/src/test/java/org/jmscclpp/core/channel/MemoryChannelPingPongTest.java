@@ -42,14 +42,14 @@ class MemoryChannelPingPongTest {
                 for (int i = 0; i < rounds; i++) {
                     if (rank == 0) {
                         if (i > 0) {
-                            h.wait(STEP);
+                            h.await(STEP);
                             check(data, 0, nElem, RANK1_OFFSET + i - 1, "rank 0, round " + i);
                         }
                         fill(data, 0, nElem, i);
                         h.put(0, 0, bytes);
                         h.signal();
                     } else {
-                        h.wait(STEP);
+                        h.await(STEP);
                         check(data, 0, nElem, i, "rank 1, round " + i);
                         if (i < rounds - 1) {
                             fill(data, 0, nElem, RANK1_OFFSET + i);
@@ -78,7 +78,7 @@ class MemoryChannelPingPongTest {
                         fill(data, 0, nElem, own + i);
                         h.signal();
                     } else {
-                        h.wait(STEP);
+                        h.await(STEP);
                         h.get(0, 0, bytes);
                         check(data, 0, nElem, peer + i, "rank " + rank + ", round " + i);
                     }
@@ -152,11 +152,11 @@ class MemoryChannelPingPongTest {
                         fill(data, 0, nElem, i);
                         group(threads, t -> h.put(0, 0, bytes, t, threads));
                         h.signal();
-                        h.wait(STEP);
+                        h.await(STEP);
                         group(threads, t -> h.get(0, bytes, t, threads));
                         check(data, 0, nElem, RANK1_OFFSET + i, "rank 0 after get, round " + i);
                     } else {
-                        h.wait(STEP);
+                        h.await(STEP);
                         check(data, 0, nElem, i, "rank 1 after put, round " + i);
                         fill(data, 0, nElem, RANK1_OFFSET + i);
                         h.signal();

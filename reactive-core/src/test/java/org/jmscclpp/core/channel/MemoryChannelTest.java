@@ -215,9 +215,9 @@ class MemoryChannelTest {
             assertFalse(h1.poll());
             h0.relaxedSignal();
             h0.signal();
-            h1.relaxedWait(STEP);
-            h1.wait(STEP);
-            JmscclppException e = assertThrows(JmscclppException.class, () -> h1.wait(Duration.ofMillis(30)));
+            h1.awaitRelaxed(STEP);
+            h1.await(STEP);
+            JmscclppException e = assertThrows(JmscclppException.class, () -> h1.await(Duration.ofMillis(30)));
             assertEquals(ErrorCode.TIMEOUT, e.code());
             assertEquals(0, e.peer());
             assertFalse(h0.poll(), "signals go one way");

@@ -71,7 +71,7 @@ class PortChannelTest {
                     ch.flush(STEP);
                 });
                 workers.start("reader", () -> {
-                    ch.wait(STEP);
+                    ch.await(STEP);
                     check(dst, n, j -> 777, "self put");
                 });
                 workers.join(JOIN);
@@ -164,7 +164,7 @@ class PortChannelTest {
                 }
                 workers.start("peer", () -> {
                     for (int s = 0; s < threads * each; s++) {
-                        peer.wait(STEP);
+                        peer.await(STEP);
                     }
                 });
                 go.countDown();
@@ -269,7 +269,7 @@ class PortChannelTest {
 
     private static void awaitSignal(PortChannel ch, boolean withPoll) {
         if (!withPoll) {
-            ch.wait(STEP);
+            ch.await(STEP);
         } else if (!Waiting.await(ch::poll, System.nanoTime() + STEP.toNanos())) {
             throw new AssertionError("no signal polled within " + STEP.toMillis() + " ms on " + ch);
         }

@@ -368,7 +368,7 @@ class ProxyServiceTest {
                 assertTrue(nanos < TimeUnit.SECONDS.toNanos(10), "released after " + nanos + " ns");
             }
             assertEquals(ErrorCode.REMOTE_ERROR, assertThrows(JmscclppException.class, () -> ch.put(0, 8)).code());
-            assertEquals(ErrorCode.REMOTE_ERROR, assertThrows(JmscclppException.class, () -> ch.wait(STEP)).code());
+            assertEquals(ErrorCode.REMOTE_ERROR, assertThrows(JmscclppException.class, () -> ch.await(STEP)).code());
             StepVerifier.create(p.stop()).expectComplete().verify(STEP);
         }
     }
