@@ -63,6 +63,20 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
         return new TimedMono(delegate.flush(timeout), this);
     }
 
+    /** The transport's own blocking flush (ETHERNET's reads its acks on this thread), timed as a flush. */
+    @Override
+    public void awaitFlush(Duration timeout) {
+        Object started = start();
+        long t0 = System.nanoTime();
+        try {
+            delegate.awaitFlush(timeout);
+        } catch (RuntimeException | Error e) {
+            end(started, System.nanoTime() - t0, e);
+            throw e;
+        }
+        end(started, System.nanoTime() - t0, null);
+    }
+
     @Override
     public @Nullable Object start() {
         long now = bytes.sum();
