@@ -1,7 +1,10 @@
 package org.jmscclpp.ethernet;
 
+import io.netty.channel.EventLoopGroup;
 import java.util.Optional;
+import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.spi.TransportProvider;
@@ -15,7 +18,8 @@ import org.jmscclpp.core.spi.TransportProvider;
  * {@link EthernetWire}.
  *
  * <p>The listening socket follows the bootstrap's interface choice ({@code MSCCLPP_SOCKET_IFNAME},
- * {@code MSCCLPP_SOCKET_FAMILY}); see {@link EthernetSession}.
+ * {@code MSCCLPP_SOCKET_FAMILY}); see {@link EthernetSession}. It runs on the event loops of the
+ * communicator's {@link TcpBootstrap}: the group the service supplied to it, else this JVM's shared one.
  */
 public final class EthernetTransportProvider implements TransportProvider {
 
@@ -42,5 +46,12 @@ public final class EthernetTransportProvider implements TransportProvider {
     @Override
     public Session open(Backend backend) {
         return new EthernetSession(backend);
+    }
+
+    /** As {@link #open(Backend)}, on the event-loop group the service supplied to a {@link TcpBootstrap}, if any. */
+    @Override
+    public Session open(Backend backend, Bootstrap bootstrap) {
+        EventLoopGroup group = bootstrap instanceof TcpBootstrap tcp ? tcp.options().eventLoopGroup() : null;
+        return group == null ? new EthernetSession(backend) : new EthernetSession(backend, group);
     }
 }

@@ -204,7 +204,7 @@ public final class Communicator implements AutoCloseable {
             }
             TransportProvider.Session session = sessions.get(provider);
             if (session == null) {
-                session = provider.open(backend);
+                session = provider.open(backend, bootstrap);
                 sessions.put(provider, session);
                 owned.push(session);
             }

@@ -2,6 +2,7 @@ package org.jmscclpp.core.spi;
 
 import java.util.Optional;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
@@ -34,6 +35,16 @@ public interface TransportProvider {
 
     /** Opens this provider's state for one communicator over {@code backend}: only called when available. */
     Session open(Backend backend);
+
+    /**
+     * Opens this provider's state for one communicator over {@code backend} whose ranks found each
+     * other through {@code bootstrap}, so that the provider may run on what the bootstrap runs on (the
+     * {@code ETHERNET} provider listens on a {@code TcpBootstrap}'s event loops); by default
+     * {@link #open(Backend)}.
+     */
+    default Session open(Backend backend, Bootstrap bootstrap) {
+        return open(backend);
+    }
 
     /**
      * One communicator's use of a provider: what its connections share (listening sockets,
