@@ -231,7 +231,9 @@ public final class BootstrapOptions {
          * The Reactor scheduler the bootstrap's timers (deadlines, retries, drain windows) and the
          * launcher rendezvous ({@link RankEnvironment}) run on; null for the default (timers on the
          * event loops, rendezvous on a thread of its own). The service owns it: it is never disposed
-         * here. It must accept delayed tasks (any of {@code Schedulers}' does).
+         * here. It must accept delayed tasks (any of {@code Schedulers}' does), and where a launcher's
+         * store rendezvous runs on it, which blocks on sockets, its threads must be allowed to block
+         * ({@code boundedElastic}, not {@code parallel}).
          */
         public Builder scheduler(@Nullable Scheduler scheduler) {
             this.scheduler = scheduler;

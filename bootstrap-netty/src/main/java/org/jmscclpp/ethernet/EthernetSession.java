@@ -192,6 +192,11 @@ final class EthernetSession implements TransportProvider.Session {
         return inbound.size();
     }
 
+    /** The receiving ends open now (tests check which event loops they run on). */
+    List<Channel> inboundChannels() {
+        return List.copyOf(inbound);
+    }
+
     @Override
     public TransportProvider.Registration registerMemory(DeviceBuffer buffer, Transport transport) {
         checkTransport(transport, "registerMemory");
