@@ -76,7 +76,7 @@ import reactor.core.scheduler.Schedulers;
  * JVM's shared {@code jmscclpp-io-*} threads, or the {@linkplain BootstrapOptions.Builder#eventLoopGroup
  * group the service supplied}), and deadlines on its {@linkplain BootstrapOptions.Builder#scheduler
  * scheduler} when one was supplied. Its asynchronous work is Reactor's throughout: Netty's futures
- * join it through {@link NettyFutures}, timers are Reactor {@link Scheduler} tasks. Nothing in it
+ * join it through one adapter ({@code NettyFutures}), timers are Reactor {@link Scheduler} tasks. Nothing in it
  * blocks but {@link #close()}, which waits briefly for its connections to close where the caller's
  * thread may block (not on an event loop, nor on a Reactor non-blocking thread), and
  * {@link #createUniqueId()}, which waits for the root's bind.
