@@ -1,5 +1,6 @@
 package org.jmscclpp.bootstrap;
 
+import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -7,6 +8,7 @@ import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * Immutable settings of a {@link TcpBootstrap}. {@link #fromEnvironment()} reads the variables the
@@ -26,6 +28,11 @@ import org.jspecify.annotations.Nullable;
  *       address can join or disrupt the job), with a warning</td><td>0</td></tr>
  *   <tr><td>{@code MSCCLPP_BOOTSTRAP_MAX_FRAME}</td><td>largest frame on the wire, bytes; larger messages are chunked</td><td>4194304</td></tr>
  * </table>
+ *
+ * <p>Two settings come from code only, for a service that runs its own threads: the Netty
+ * {@linkplain Builder#eventLoopGroup event-loop group} the bootstrap's connections (and the {@code ETHERNET}
+ * listener of a communicator on it) run on, and the Reactor {@linkplain Builder#scheduler scheduler} its
+ * timers and blocking launcher rendezvous run on. The library never shuts a supplied group or scheduler down.
  */
 public final class BootstrapOptions {
 
@@ -46,6 +53,8 @@ public final class BootstrapOptions {
     private final @Nullable String socketFamily;
     private final @Nullable String secret;
     private final boolean insecure;
+    private final @Nullable EventLoopGroup eventLoopGroup;
+    private final @Nullable Scheduler scheduler;
 
     private BootstrapOptions(Builder b) {
         this.initTimeout = b.initTimeout;
@@ -55,6 +64,8 @@ public final class BootstrapOptions {
         this.socketFamily = b.socketFamily;
         this.secret = b.secret;
         this.insecure = b.insecure;
+        this.eventLoopGroup = b.eventLoopGroup;
+        this.scheduler = b.scheduler;
     }
 
     /** Options from the process environment. */
@@ -162,7 +173,24 @@ public final class BootstrapOptions {
         b.socketFamily = socketFamily;
         b.secret = secret;
         b.insecure = insecure;
+        b.eventLoopGroup = eventLoopGroup;
+        b.scheduler = scheduler;
         return b;
+    }
+
+    /**
+     * The event-loop group the service supplied, or null for this JVM's shared one ({@link EventLoops}).
+     */
+    public @Nullable EventLoopGroup eventLoopGroup() {
+        return eventLoopGroup;
+    }
+
+    /**
+     * The scheduler the service supplied, or null: then timers run on the event loops and blocking
+     * rendezvous work on virtual threads.
+     */
+    public @Nullable Scheduler scheduler() {
+        return scheduler;
     }
 
     /**
@@ -182,8 +210,34 @@ public final class BootstrapOptions {
         private @Nullable String socketFamily;
         private @Nullable String secret;
         private boolean insecure;
+        private @Nullable EventLoopGroup eventLoopGroup;
+        private @Nullable Scheduler scheduler;
 
         private Builder() {
+        }
+
+        /**
+         * The Netty group the bootstrap's channels (root, listener, connections) run on, and the
+         * {@code ETHERNET} listener of a communicator created on this bootstrap; null for this JVM's
+         * shared group. The service owns it: closing the bootstrap does not shut it down, and it must
+         * outlive the bootstrap. Its threads run Netty handlers: never block on them.
+         */
+        public Builder eventLoopGroup(@Nullable EventLoopGroup group) {
+            this.eventLoopGroup = group;
+            return this;
+        }
+
+        /**
+         * The Reactor scheduler the bootstrap's timers (deadlines, retries, drain windows) and the
+         * launcher rendezvous ({@link RankEnvironment}) run on; null for the default (timers on the
+         * event loops, rendezvous on a thread of its own). The service owns it: it is never disposed
+         * here. It must accept delayed tasks (any of {@code Schedulers}' does), and where a launcher's
+         * store rendezvous runs on it, which blocks on sockets, its threads must be allowed to block
+         * ({@code boundedElastic}, not {@code parallel}).
+         */
+        public Builder scheduler(@Nullable Scheduler scheduler) {
+            this.scheduler = scheduler;
+            return this;
         }
 
         public Builder initTimeout(Duration timeout) {

@@ -10,7 +10,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
@@ -18,7 +17,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.jmscclpp.bootstrap.wire.Frame;
@@ -31,8 +29,12 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The root of one job: collects every rank's check-in (rank, rank count, host, listen address),
@@ -57,12 +59,11 @@ final class BootstrapRoot implements AutoCloseable {
     private enum State { COLLECTING, WIRED, FAILED, CLOSED }
 
     private final int expectedSize;
-    private final EventLoopGroup group;
+    private final EventLoops.Lease loops;
     private final Sinks.Many<JmscclppException> problems = Sinks.many().replay().limit(256);
-    private final CompletableFuture<Void> done = new CompletableFuture<>();
     private final List<Channel> clients = new ArrayList<>();
     private final Channel listener;
-    private final ScheduledFuture<?> deadline;
+    private final Disposable deadline;
     private final long startNanos = System.nanoTime();
     private final Channel[] checkedIn;
     private final long[] hostHashes;
@@ -72,29 +73,35 @@ final class BootstrapRoot implements AutoCloseable {
     private State state = State.COLLECTING;
     private @Nullable JmscclppException failure;
 
-    private BootstrapRoot(int expectedSize, EventLoopGroup group, Channel listener, Duration timeout) {
+    private BootstrapRoot(int expectedSize, EventLoops.Lease loops, Scheduler timers, Channel listener,
+                          Duration timeout) {
         this.expectedSize = expectedSize;
-        this.group = group;
+        this.loops = loops;
         this.listener = listener;
         this.checkedIn = new Channel[expectedSize];
         this.hostHashes = new long[expectedSize];
         this.cores = new int[expectedSize];
         this.addresses = new InetSocketAddress[expectedSize];
-        this.deadline = group.next().schedule(this::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
+        this.deadline = timers.schedule(this::expire, timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
      * Starts a root for a job of {@code expectedSize} ranks on {@code address} (port 0 = any free port),
-     * retrying a busy fixed port until {@code bindDeadlineNanos}. Blocks only for the bind.
+     * retrying a busy fixed port until {@code bindDeadlineNanos}; emits it once bound. It runs on
+     * {@code group} (null: the shared event loops) and its timers on {@code timers} (null: the event
+     * loops). The bind goes on when the Mono is cancelled, so a caller must not cancel it: a root
+     * nobody receives would listen until its deadline.
      */
-    static BootstrapRoot start(byte[] secret, int expectedSize, InetSocketAddress address, Duration timeout,
-                               long bindDeadlineNanos) {
-        EventLoopGroup group = EventLoops.acquire();
-        BootstrapRoot[] self = new BootstrapRoot[1];
-        try {
+    static Mono<BootstrapRoot> start(byte[] secret, int expectedSize, InetSocketAddress address, Duration timeout,
+                                     long bindDeadlineNanos, @Nullable EventLoopGroup group,
+                                     @Nullable Scheduler timers) {
+        return Mono.defer(() -> {
+            EventLoops.Lease loops = EventLoops.lease(group);
+            Scheduler timer = timers != null ? timers : loops.timers();
+            BootstrapRoot[] self = new BootstrapRoot[1];
             ServerBootstrap sb = new ServerBootstrap()
-                    .group(group)
-                    .channel(EventLoops.serverChannel())
+                    .group(loops.group())
+                    .channel(loops.serverChannel())
                     .option(ChannelOption.SO_BACKLOG, 16384)
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
@@ -110,40 +117,31 @@ final class BootstrapRoot implements AutoCloseable {
                                     PeerLinks.HANDSHAKE_TIMEOUT_NANOS, "bootstrap root", root::acceptClient));
                         }
                     });
-            Channel bound = bindWithRetry(sb, address, bindDeadlineNanos);
-            BootstrapRoot root = new BootstrapRoot(expectedSize, group, bound, timeout);
-            self[0] = root;
-            LOG.log(Level.DEBUG, "bootstrap root for {0} ranks listening on {1}", expectedSize, bound.localAddress());
-            return root;
-        } catch (RuntimeException e) {
-            EventLoops.release();
-            throw e;
-        }
+            return bindWithRetry(sb, address, bindDeadlineNanos, 10, timer)
+                    .map(bound -> {
+                        BootstrapRoot root = new BootstrapRoot(expectedSize, loops, timer, bound, timeout);
+                        self[0] = root;
+                        LOG.log(Level.DEBUG, "bootstrap root for {0} ranks listening on {1}", expectedSize,
+                                bound.localAddress());
+                        return root;
+                    })
+                    .doOnError(e -> loops.close());
+        });
     }
 
-    private static Channel bindWithRetry(ServerBootstrap sb, InetSocketAddress address, long deadlineNanos) {
-        long pause = 10;
-        while (true) {
-            ChannelFuture f = sb.bind(address).awaitUninterruptibly();
-            if (f.isSuccess()) {
-                return f.channel();
-            }
+    /** Binds; a fixed port may still be held by the previous job's root for a moment, so a busy one is retried. */
+    private static Mono<Channel> bindWithRetry(ServerBootstrap sb, InetSocketAddress address, long deadlineNanos,
+                                               long pauseMillis, Scheduler timers) {
+        return Mono.defer(() -> NettyFutures.toMono(sb.bind(address))).onErrorResume(error -> {
             long left = deadlineNanos - System.nanoTime();
             if (address.getPort() == 0 || left <= 0) {
-                throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR,
-                                "the root cannot listen on " + address + ": " + f.cause().getMessage())
-                        .phase("root bind").cause(f.cause()).build();
+                return Mono.error(JmscclppException.builder(ErrorCode.SYSTEM_ERROR,
+                                "the root cannot listen on " + address + ": " + error.getMessage())
+                        .phase("root bind").cause(error).build());
             }
-            // A fixed port may still be held by the previous job's root for a moment.
-            try {
-                Thread.sleep(Math.min(pause, TimeUnit.NANOSECONDS.toMillis(left) + 1));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw JmscclppException.builder(ErrorCode.ABORTED, "interrupted while binding the root")
-                        .phase("root bind").build();
-            }
-            pause = Math.min(pause * 2, 200);
-        }
+            return Mono.delay(Duration.ofMillis(Math.min(pauseMillis, TimeUnit.NANOSECONDS.toMillis(left) + 1)), timers)
+                    .then(bindWithRetry(sb, address, deadlineNanos, Math.min(pauseMillis * 2, 200), timers));
+        });
     }
 
     /**
@@ -163,11 +161,6 @@ final class BootstrapRoot implements AutoCloseable {
     /** Errors the root sent to misbehaving clients, and the job's failure if it failed. */
     Flux<JmscclppException> problems() {
         return problems.asFlux();
-    }
-
-    /** Completes when every rank was welcomed; fails with the job's failure. */
-    CompletableFuture<Void> done() {
-        return done;
     }
 
     @Override
@@ -207,7 +200,7 @@ final class BootstrapRoot implements AutoCloseable {
             state = State.CLOSED;
             clients.clear();
         }
-        deadline.cancel(false);
+        deadline.dispose();
         List<ChannelFuture> closing = new ArrayList<>();
         closing.add(listener.close());
         for (Channel ch : toTell) {
@@ -217,26 +210,14 @@ final class BootstrapRoot implements AutoCloseable {
         for (Channel ch : toClose) {
             closing.add(ch.close());
         }
-        if (failure != null) {
-            done.completeExceptionally(failure);
-        }
         problems.tryEmitComplete();
-        if (!onEventLoop()) {
+        // waiting on a channel could deadlock on an event loop, and stall a thread that must not block
+        if (!loops.inEventLoop() && !Schedulers.isInNonBlockingThread()) {
             for (ChannelFuture f : closing) {
                 f.awaitUninterruptibly(2, TimeUnit.SECONDS);
             }
         }
-        EventLoops.release();
-    }
-
-    /** Whether the caller runs on one of the shared event loops, where waiting on a channel could deadlock. */
-    private boolean onEventLoop() {
-        for (io.netty.util.concurrent.EventExecutor e : group) {
-            if (e.inEventLoop()) {
-                return true;
-            }
-        }
-        return false;
+        loops.close();
     }
 
     private synchronized boolean track(Channel ch) {
@@ -244,17 +225,16 @@ final class BootstrapRoot implements AutoCloseable {
             return false;
         }
         clients.add(ch);
-        ch.closeFuture().addListener(f -> clientClosed(ch));
+        NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> clientClosed(ch));
         return true;
     }
 
-    private CompletableFuture<PreambleHandler.Answer> acceptClient(ChannelHandlerContext ctx, Preamble p) {
+    private Mono<PreambleHandler.Answer> acceptClient(ChannelHandlerContext ctx, Preamble p) {
         if (p.type != Preamble.TYPE_ROOT) {
-            return CompletableFuture.completedFuture(
-                    PreambleHandler.Answer.refuse("a rank-to-rank connection sent to the root"));
+            return Mono.just(PreambleHandler.Answer.refuse("a rank-to-rank connection sent to the root"));
         }
         Preamble reply = new Preamble(Preamble.TYPE_ROOT, Preamble.noSession(), -1, expectedSize);
-        return CompletableFuture.completedFuture(PreambleHandler.Answer.accept(reply, (proven, rank) -> {
+        return Mono.just(PreambleHandler.Answer.accept(reply, (proven, rank) -> {
             // the check-in is read only from a client that proved it knows the job secret
             proven.pipeline().addLast(new FrameDecoder(CHECK_IN_MAX_FRAME), new CheckInHandler());
             return null;
@@ -325,7 +305,7 @@ final class BootstrapRoot implements AutoCloseable {
 
     private void welcomeAll() {
         listener.close();
-        deadline.cancel(false);
+        deadline.dispose();
         byte[] session = new byte[Preamble.SESSION_BYTES];
         RANDOM.nextBytes(session);
         AddressBook book = AddressBook.of(hostHashes.clone(), cores.clone(), addresses.clone());
@@ -343,7 +323,6 @@ final class BootstrapRoot implements AutoCloseable {
         }
         LOG.log(Level.DEBUG, "bootstrap root: {0} ranks checked in within {1} ms", expectedSize,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos));
-        done.complete(null);
     }
 
     private void clientClosed(Channel ch) {
@@ -436,7 +415,6 @@ final class BootstrapRoot implements AutoCloseable {
         }
         LOG.log(Level.WARNING, "bootstrap root: the job failed: {0}", e.getMessage());
         problems.tryEmitNext(e);
-        done.completeExceptionally(e);
         for (Channel ch : waiting) {
             sendFailure(ch, e);
         }

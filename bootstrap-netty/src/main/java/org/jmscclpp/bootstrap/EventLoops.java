@@ -1,6 +1,7 @@
 package org.jmscclpp.bootstrap;
 
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoEventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -13,14 +14,25 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
+import reactor.core.scheduler.NonBlocking;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The event-loop threads every bootstrap and root of this JVM share (a thousand ranks in one JVM
  * must not mean a thousand thread pools), and with them the {@code ETHERNET} transport's listeners.
  * Reference-counted: the first user starts the group, the last {@link #release()} shuts it down,
  * so a closed job leaves no thread behind. Native epoll is used where it loads, NIO elsewhere.
+ *
+ * <p>The shared group's threads ({@code jmscclpp-io-*}) are Reactor {@link NonBlocking} threads: a
+ * {@code block()} on one of them fails at once with Reactor's {@link IllegalStateException} instead of
+ * stalling every connection of the JVM. A service that supplies its own group
+ * ({@link BootstrapOptions.Builder#eventLoopGroup}) holds a {@link Lease} on it that never shuts it down.
  */
 public final class EventLoops {
 
@@ -45,7 +57,7 @@ public final class EventLoops {
                 IoHandlerFactory io = EPOLL
                         ? EpollIoHandler.newFactory(0, SpinThenWait.FACTORY)
                         : NioIoHandler.newFactory(java.nio.channels.spi.SelectorProvider.provider(), SpinThenWait.FACTORY);
-                group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("jmscclpp-io", true), io);
+                group = new MultiThreadIoEventLoopGroup(threads, new IoThreadFactory("jmscclpp-io"), io);
             }
             users++;
             return group;
@@ -88,5 +100,103 @@ public final class EventLoops {
     /** The server channel class that goes with the group's transport (epoll or NIO). */
     public static Class<? extends ServerChannel> serverChannel() {
         return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    }
+
+    /** The socket channel class that runs on {@code group}: epoll on an epoll group, NIO otherwise. */
+    static Class<? extends SocketChannel> socketChannel(EventLoopGroup group) {
+        return isEpoll(group) ? EpollSocketChannel.class : NioSocketChannel.class;
+    }
+
+    /** The server channel class that runs on {@code group}: epoll on an epoll group, NIO otherwise. */
+    public static Class<? extends ServerChannel> serverChannel(EventLoopGroup group) {
+        return isEpoll(group) ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    }
+
+    private static boolean isEpoll(EventLoopGroup group) {
+        return group instanceof IoEventLoopGroup io ? io.isIoType(EpollIoHandler.class) : EPOLL;
+    }
+
+    /**
+     * A hold on the event loops one bootstrap, root or ETHERNET session runs on: the shared group, or
+     * the group a service supplied; {@link #close()} gives the shared group back (its last user's close
+     * shuts it down) and leaves a supplied one alone, since the service owns it.
+     */
+    public static Lease lease(@Nullable EventLoopGroup supplied) {
+        return supplied != null ? new Lease(supplied, false) : new Lease(acquire(), true);
+    }
+
+    /** See {@link #lease}. */
+    public static final class Lease implements AutoCloseable {
+        private final EventLoopGroup group;
+        private final boolean shared;
+        private final AtomicBoolean released = new AtomicBoolean();
+        private final Scheduler timers;
+
+        private Lease(EventLoopGroup group, boolean shared) {
+            this.group = group;
+            this.shared = shared;
+            // never disposed: disposing it would shut the group down
+            this.timers = Schedulers.fromExecutorService(group, "jmscclpp-io-timers");
+        }
+
+        /** The group. */
+        public EventLoopGroup group() {
+            return group;
+        }
+
+        /** The group as a Reactor {@link Scheduler} for timers; tasks run on its event loops. */
+        public Scheduler timers() {
+            return timers;
+        }
+
+        /** Whether the caller runs on one of this group's event loops, where waiting for a channel could deadlock. */
+        public boolean inEventLoop() {
+            for (EventExecutor e : group) {
+                if (e.inEventLoop()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** The socket channel class for this group. */
+        Class<? extends SocketChannel> socketChannel() {
+            return EventLoops.socketChannel(group);
+        }
+
+        /** The server channel class for this group. */
+        public Class<? extends ServerChannel> serverChannel() {
+            return EventLoops.serverChannel(group);
+        }
+
+        /** Gives the shared group back (once); a supplied group stays as it is. */
+        @Override
+        public void close() {
+            if (shared && released.compareAndSet(false, true)) {
+                release();
+            }
+        }
+    }
+
+    /**
+     * Makes the shared group's threads: Netty's fast-thread-local threads that are also Reactor
+     * {@link NonBlocking}, so that Reactor refuses to {@code block()} on them.
+     */
+    static final class IoThreadFactory extends DefaultThreadFactory {
+        IoThreadFactory(String prefix) {
+            super(prefix, true);
+        }
+
+        @Override
+        protected Thread newThread(Runnable r, String name) {
+            return new IoThread(threadGroup, r, name);
+        }
+    }
+
+    /** An event-loop thread of the shared group; Reactor sees it as {@link NonBlocking}. */
+    static final class IoThread extends FastThreadLocalThread implements NonBlocking {
+        IoThread(ThreadGroup group, Runnable r, String name) {
+            super(group, r, name);
+        }
     }
 }

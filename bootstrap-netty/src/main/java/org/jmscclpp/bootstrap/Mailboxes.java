@@ -1,8 +1,6 @@
 package org.jmscclpp.bootstrap;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -14,7 +12,10 @@ import java.util.function.Function;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * Matches arriving messages with receives: one FIFO per (peer, kind, channel), so the i-th message
@@ -37,7 +38,7 @@ final class Mailboxes {
     private static final class Waiter {
         final MonoSink<byte[]> sink;
         final Context context;
-        @Nullable ScheduledFuture<?> timer;
+        @Nullable Disposable timer;
 
         Waiter(MonoSink<byte[]> sink, Context context) {
             this.sink = sink;
@@ -53,19 +54,23 @@ final class Mailboxes {
     }
 
     private final Map<Key, Box> boxes = new HashMap<>();
-    private final EventExecutor timers;
+    private final Scheduler timers;
     private @Nullable Function<Context, JmscclppException> refusal;
     private final java.util.Set<Integer> departed = new java.util.HashSet<>();
 
-    Mailboxes(EventExecutor timers) {
+    Mailboxes(Scheduler timers) {
         this.timers = timers;
     }
 
     /**
-     * Takes the next message of {@code key} into {@code sink}, or waits for it until
-     * {@code deadlineNanos} ({@link System#nanoTime()} clock).
+     * The next message of {@code key}, taken at subscription, or waited for until
+     * {@code deadlineNanos} ({@link System#nanoTime()} clock); cancelling gives up the wait.
      */
-    void take(Key key, long deadlineNanos, Context context, MonoSink<byte[]> sink) {
+    Mono<byte[]> take(Key key, long deadlineNanos, Context context) {
+        return Mono.create(sink -> take(key, deadlineNanos, context, sink));
+    }
+
+    private void take(Key key, long deadlineNanos, Context context, MonoSink<byte[]> sink) {
         byte[] message = null;
         JmscclppException error = null;
         Waiter waiter = null;
@@ -165,7 +170,7 @@ final class Mailboxes {
             return;
         }
         if (waiter.timer != null) {
-            waiter.timer.cancel(false);
+            waiter.timer.dispose();
         }
         waiter.sink.success(message);
     }
@@ -236,7 +241,7 @@ final class Mailboxes {
 
     private void cancel(Key key, Waiter w) {
         if (remove(key, w) && w.timer != null) {
-            w.timer.cancel(false);
+            w.timer.dispose();
         }
     }
 
@@ -263,7 +268,7 @@ final class Mailboxes {
 
     private static void finish(Waiter w, JmscclppException e) {
         if (w.timer != null) {
-            w.timer.cancel(false);
+            w.timer.dispose();
         }
         w.sink.error(e);
     }

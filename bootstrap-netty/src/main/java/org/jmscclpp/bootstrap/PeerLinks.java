@@ -8,14 +8,12 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.EventLoopGroup;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.bootstrap.wire.Frame;
 import org.jmscclpp.bootstrap.wire.FrameDecoder;
@@ -27,6 +25,7 @@ import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
 
 /**
  * The connections of one rank to its peers: one listening socket, and at most a couple of
@@ -63,18 +62,18 @@ final class PeerLinks {
     private static final class Link {
         @Nullable Channel sendChannel;
         final List<Channel> channels = new ArrayList<>(2);
-        @Nullable CompletableFuture<Channel> connecting;
-        final List<CompletableFuture<Channel>> inboundWaiters = new ArrayList<>(1);
+        @Nullable OneShot<Channel> connecting;
+        final List<OneShot<Channel>> inboundWaiters = new ArrayList<>(1);
     }
 
     private final int rank;
     private final int size;
     private final byte[] secret;
     private final int maxFrameBytes;
-    private final EventLoopGroup group;
+    private final EventLoops.Lease loops;
     private final Events events;
     private final Link[] links;
-    private final CompletableFuture<byte[]> session = new CompletableFuture<>();
+    private final OneShot<byte[]> session = new OneShot<>();
     private volatile @Nullable AddressBook book;
     private @Nullable Channel listener;
     private @Nullable JmscclppException failure;
@@ -83,12 +82,12 @@ final class PeerLinks {
     /** Set by {@link #closeAll()}: a bind or connection that completes later is closed at once. */
     private boolean closed;
 
-    PeerLinks(int rank, int size, byte[] secret, int maxFrameBytes, EventLoopGroup group, Events events) {
+    PeerLinks(int rank, int size, byte[] secret, int maxFrameBytes, EventLoops.Lease loops, Events events) {
         this.rank = rank;
         this.size = size;
         this.secret = secret;
         this.maxFrameBytes = maxFrameBytes;
-        this.group = group;
+        this.loops = loops;
         this.events = events;
         this.links = new Link[size];
     }
@@ -104,11 +103,11 @@ final class PeerLinks {
     }
 
     /** Binds the listening socket on {@code address} (port 0 = any); completes with the bound address. */
-    CompletableFuture<InetSocketAddress> listen(InetSocketAddress address) {
-        CompletableFuture<InetSocketAddress> bound = new CompletableFuture<>();
+    Mono<InetSocketAddress> listen(InetSocketAddress address) {
+        OneShot<InetSocketAddress> bound = new OneShot<>();
         ServerBootstrap sb = new ServerBootstrap()
-                .group(group)
-                .channel(EventLoops.serverChannel())
+                .group(loops.group())
+                .channel(loops.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 16384)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
@@ -124,35 +123,31 @@ final class PeerLinks {
                                 HANDSHAKE_TIMEOUT_NANOS, "rank " + rank + " listener", (ctx, p) -> acceptInbound(ctx, p)));
                     }
                 });
-        sb.bind(address).addListener((ChannelFuture f) -> {
-            if (f.isSuccess()) {
-                boolean tooLate;
-                synchronized (this) {
-                    tooLate = closed;
-                    if (!tooLate) {
-                        listener = f.channel();
-                    }
+        // followed whether or not anyone still waits: a bind that completes after a close is undone
+        NettyFutures.toMono(sb.bind(address)).subscribe(ch -> {
+            boolean tooLate;
+            synchronized (this) {
+                tooLate = closed;
+                if (!tooLate) {
+                    listener = ch;
                 }
-                if (tooLate) {
-                    // the bootstrap closed while the bind was in flight (a cancelled initialize)
-                    f.channel().close();
-                    bound.completeExceptionally(JmscclppException.builder(ErrorCode.ABORTED,
-                            "closed while binding the listening socket").rank(rank).phase("listen").build());
-                    return;
-                }
-                bound.complete((InetSocketAddress) f.channel().localAddress());
-            } else {
-                bound.completeExceptionally(JmscclppException.builder(ErrorCode.SYSTEM_ERROR,
-                        "cannot listen on " + address + ": " + f.cause()).rank(rank).phase("listen")
-                        .cause(f.cause()).build());
             }
-        });
-        return bound;
+            if (tooLate) {
+                // the bootstrap closed while the bind was in flight (a cancelled initialize)
+                ch.close();
+                bound.fail(JmscclppException.builder(ErrorCode.ABORTED,
+                        "closed while binding the listening socket").rank(rank).phase("listen").build());
+                return;
+            }
+            bound.succeed((InetSocketAddress) ch.localAddress());
+        }, error -> bound.fail(JmscclppException.builder(ErrorCode.SYSTEM_ERROR,
+                "cannot listen on " + address + ": " + error).rank(rank).phase("listen").cause(error).build()));
+        return bound.mono();
     }
 
     /** The job session and the address book are known: connections can be opened and checked. */
     void setSession(byte[] sessionId) {
-        session.complete(sessionId);
+        session.succeed(sessionId);
     }
 
     void setBook(AddressBook addressBook) {
@@ -165,30 +160,31 @@ final class PeerLinks {
 
     /**
      * The connection this rank sends to {@code peer} on. Opens one when none exists and
-     * {@code mayOpen}; otherwise waits for the peer to open one. The caller bounds the wait.
+     * {@code mayOpen}; otherwise waits for the peer to open one. The connection is opened (or the
+     * wait starts) at the call; the caller bounds the wait.
      */
-    CompletableFuture<Channel> sendChannel(int peer, boolean mayOpen) {
+    Mono<Channel> sendChannel(int peer, boolean mayOpen) {
         Link link = link(peer);
         synchronized (this) {
             if (failure != null) {
-                return CompletableFuture.failedFuture(failure);
+                return Mono.error(failure);
             }
             if (link.sendChannel != null) {
-                return CompletableFuture.completedFuture(link.sendChannel);
+                return Mono.just(link.sendChannel);
             }
             if (!link.channels.isEmpty()) {
                 link.sendChannel = link.channels.getFirst();
-                return CompletableFuture.completedFuture(link.sendChannel);
+                return Mono.just(link.sendChannel);
             }
             if (link.connecting == null && !mayOpen) {
-                CompletableFuture<Channel> waiter = new CompletableFuture<>();
+                OneShot<Channel> waiter = new OneShot<>();
                 link.inboundWaiters.add(waiter);
-                return waiter.thenApply(ch -> chooseSendChannel(link, ch));
+                return waiter.mono().map(ch -> chooseSendChannel(link, ch));
             }
             if (link.connecting == null) {
                 link.connecting = open(peer);
             }
-            return link.connecting.thenApply(ch -> chooseSendChannel(link, ch));
+            return link.connecting.mono().map(ch -> chooseSendChannel(link, ch));
         }
     }
 
@@ -230,7 +226,7 @@ final class PeerLinks {
 
     /** Fails every pending connection wait with {@code e}, and every later one. */
     void failAll(JmscclppException e) {
-        List<CompletableFuture<Channel>> waiting = new ArrayList<>();
+        List<OneShot<Channel>> waiting = new ArrayList<>();
         synchronized (this) {
             if (failure != null) {
                 return;
@@ -247,23 +243,23 @@ final class PeerLinks {
                 }
             }
         }
-        session.completeExceptionally(e);
-        for (CompletableFuture<Channel> w : waiting) {
-            w.completeExceptionally(e);
+        session.fail(e);
+        for (OneShot<Channel> w : waiting) {
+            w.fail(e);
         }
     }
 
     /**
      * Stops accepting connections (connections already made stay), so that the listening port is
-     * free for another socket: a shrunk job's root binds it. Returns the close future.
+     * free for another socket: a shrunk job's root binds it. Completes once it is closed.
      */
-    io.netty.util.concurrent.Future<?> closeListener() {
+    Mono<Void> closeListener() {
         Channel l;
         synchronized (this) {
             l = listener;
             listener = null;
         }
-        return l == null ? group.next().newSucceededFuture(null) : l.close();
+        return l == null ? Mono.empty() : NettyFutures.toMono(l.close()).then();
     }
 
     /**
@@ -318,19 +314,25 @@ final class PeerLinks {
         }
     }
 
-    private CompletableFuture<Channel> open(int peer) {
-        CompletableFuture<Channel> result = new CompletableFuture<>();
+    private OneShot<Channel> open(int peer) {
+        OneShot<Channel> result = new OneShot<>();
         AddressBook b = book;
         if (b == null) {
-            result.completeExceptionally(JmscclppException.builder(ErrorCode.INTERNAL_ERROR,
+            result.fail(JmscclppException.builder(ErrorCode.INTERNAL_ERROR,
                     "connection to rank " + peer + " wanted before the address book arrived")
                     .rank(rank).peer(peer).phase("connect").build());
             return result;
         }
         InetSocketAddress address = InterfaceSelector.reachableFrom(b.address(peer), b.address(rank).getAddress());
-        session.thenAccept(sessionId -> new io.netty.bootstrap.Bootstrap()
-                .group(group)
-                .channel(EventLoops.socketChannel())
+        // a failed session fails the connection through failAll
+        session.mono().subscribe(sessionId -> connect(peer, address, sessionId, result), error -> { });
+        return result;
+    }
+
+    private void connect(int peer, InetSocketAddress address, byte[] sessionId, OneShot<Channel> result) {
+        ChannelFuture connecting = new io.netty.bootstrap.Bootstrap()
+                .group(loops.group())
+                .channel(loops.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
@@ -348,32 +350,25 @@ final class PeerLinks {
                                     String why = checkPeer(ctx, p, sessionId, peer);
                                     if (why == null) {
                                         register(peer, ctx.channel());
-                                        result.complete(ctx.channel());
+                                        result.succeed(ctx.channel());
                                     }
                                     return why;
                                 });
-                        handshake.outcome().thenAccept(why -> {
-                            if (why != null) {
-                                result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                                                "the handshake with rank " + peer + " at " + address + " failed: " + why)
-                                        .rank(rank).peer(peer).phase("connect").build());
-                            }
-                        });
+                        handshake.refusal().subscribe(why -> result.fail(JmscclppException.builder(
+                                        ErrorCode.REMOTE_ERROR,
+                                        "the handshake with rank " + peer + " at " + address + " failed: " + why)
+                                .rank(rank).peer(peer).phase("connect").build()));
                         ch.pipeline().addLast(new FrameEncoder(), handshake);
                     }
                 })
-                .connect(address)
-                .addListener((ChannelFuture f) -> {
-                    if (!f.isSuccess()) {
-                        result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                                        "cannot connect to rank " + peer + " at " + address + ": " + f.cause().getMessage())
-                                .rank(rank).peer(peer).phase("connect").cause(f.cause()).build());
-                    }
-                }));
-        return result;
+                .connect(address);
+        NettyFutures.toMono(connecting).subscribe(ch -> { }, error -> result.fail(JmscclppException.builder(
+                        ErrorCode.REMOTE_ERROR, "cannot connect to rank " + peer + " at " + address + ": "
+                                + error.getMessage())
+                .rank(rank).peer(peer).phase("connect").cause(error).build()));
     }
 
-    private CompletableFuture<PreambleHandler.Answer> acceptInbound(ChannelHandlerContext ctx, Preamble p) {
+    private Mono<PreambleHandler.Answer> acceptInbound(ChannelHandlerContext ctx, Preamble p) {
         if (p.type != Preamble.TYPE_PEER) {
             return refuse("a root check-in sent to a rank's listener");
         }
@@ -383,10 +378,7 @@ final class PeerLinks {
         if (p.sender < 0 || p.sender >= size || p.sender == rank) {
             return refuse("sender rank " + p.sender + " is not a peer in a job of " + size);
         }
-        return session.handle((sessionId, error) -> {
-            if (error != null) {
-                return PreambleHandler.Answer.refuse("this rank failed before the connection was checked");
-            }
+        return session.mono().map(sessionId -> {
             if (!p.sessionEquals(sessionId)) {
                 return PreambleHandler.Answer.refuse("preamble of another job session (a stale or foreign connection)");
             }
@@ -396,11 +388,12 @@ final class PeerLinks {
                         register(dialler.sender, proven.channel());
                         return null;
                     });
-        });
+        }).onErrorResume(error -> Mono.just(
+                PreambleHandler.Answer.refuse("this rank failed before the connection was checked")));
     }
 
-    private static CompletableFuture<PreambleHandler.Answer> refuse(String why) {
-        return CompletableFuture.completedFuture(PreambleHandler.Answer.refuse(why));
+    private static Mono<PreambleHandler.Answer> refuse(String why) {
+        return Mono.just(PreambleHandler.Answer.refuse(why));
     }
 
     /** Checks the answer of the peer this rank dialled (already proven); on success installs the frame handlers. */
@@ -420,7 +413,7 @@ final class PeerLinks {
             return false;
         }
         handshaking.add(ch);
-        ch.closeFuture().addListener(f -> {
+        NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> {
             synchronized (PeerLinks.this) {
                 handshaking.remove(ch);
             }
@@ -429,7 +422,7 @@ final class PeerLinks {
     }
 
     private void register(int peer, Channel ch) {
-        List<CompletableFuture<Channel>> waiters;
+        List<OneShot<Channel>> waiters;
         synchronized (this) {
             handshaking.remove(ch);
             if (closed) {
@@ -442,9 +435,9 @@ final class PeerLinks {
             waiters = new ArrayList<>(link.inboundWaiters);
             link.inboundWaiters.clear();
         }
-        ch.closeFuture().addListener(f -> events.onClosed(peer, ch));
-        for (CompletableFuture<Channel> w : waiters) {
-            w.complete(ch);
+        NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> events.onClosed(peer, ch));
+        for (OneShot<Channel> w : waiters) {
+            w.succeed(ch);
         }
     }
 

@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
@@ -13,6 +12,8 @@ import org.jmscclpp.core.spi.LauncherStore;
 import org.jmscclpp.core.spi.LauncherStores;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Who this process is in a job — its rank, the number of ranks, its rank among the ranks of its host — and how
@@ -296,10 +297,10 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
             }
             return switch (rendezvous) {
                 case Rendezvous.RootAddress(String address) -> bootstrap.initialize(address);
-                case Rendezvous.TorchStore store -> onThread(true, () -> viaTorchStore(store, bootstrap))
+                case Rendezvous.TorchStore store -> onThread(true, bootstrap.scheduler(), () -> viaTorchStore(store, bootstrap))
                         .flatMap(bootstrap::initialize);
                 // the store bounds its own waits (PMIX_TIMEOUT); this bounds a server that ignores that
-                case Rendezvous.LauncherKeyValue store -> onThread(false, () -> viaLauncher(store, bootstrap))
+                case Rendezvous.LauncherKeyValue store -> onThread(false, bootstrap.scheduler(), () -> viaLauncher(store, bootstrap))
                         .timeout(bootstrap.initTimeout().plusSeconds(5), Mono.error(() -> JmscclppException.builder(
                                 ErrorCode.TIMEOUT, "the launcher's " + store.store() + " store did not answer within "
                                         + bootstrap.initTimeout().plusSeconds(5)).rank(rank).phase(PHASE).build()))
@@ -366,26 +367,16 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
     }
 
     /**
-     * Runs a blocking rendezvous on its own thread: a virtual one for socket I/O, a platform daemon for native
-     * waits (which would pin a virtual thread's carrier). Its own deadline bounds it.
+     * Runs a blocking rendezvous on {@code supplied} (the service's scheduler, whose threads must be allowed
+     * to block), else on its own thread: a virtual one for socket I/O, a platform daemon for native waits
+     * (which would pin a virtual thread's carrier). Its own deadline bounds it.
      */
-    private static Mono<UniqueId> onThread(boolean virtual, java.util.concurrent.Callable<UniqueId> work) {
-        return Mono.defer(() -> {
-            CompletableFuture<UniqueId> result = new CompletableFuture<>();
-            Runnable run = () -> {
-                try {
-                    result.complete(work.call());
-                } catch (Throwable t) {
-                    result.completeExceptionally(t);
-                }
-            };
-            if (virtual) {
-                Thread.ofVirtual().name("jmscclpp-rendezvous").start(run);
-            } else {
-                Thread.ofPlatform().daemon().name("jmscclpp-rendezvous").start(run);
-            }
-            return Mono.fromFuture(result, true);
-        });
+    private static Mono<UniqueId> onThread(boolean virtual, @Nullable Scheduler supplied,
+                                           java.util.concurrent.Callable<UniqueId> work) {
+        Scheduler on = supplied != null ? supplied : Schedulers.fromExecutor(virtual
+                ? run -> Thread.ofVirtual().name("jmscclpp-rendezvous").start(run)
+                : run -> Thread.ofPlatform().daemon().name("jmscclpp-rendezvous").start(run));
+        return Mono.fromCallable(work).subscribeOn(on);
     }
 
     /** Two launchers' variables for rank or size that disagree are INVALID_USAGE naming both. */

@@ -8,9 +8,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPromise;
-import io.netty.channel.EventLoopGroup;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
 import java.net.ConnectException;
 import java.net.InetAddress;
@@ -26,9 +23,6 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.SortedSet;
 import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -48,10 +42,13 @@ import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.HostIdentity;
 import org.jspecify.annotations.Nullable;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.SignalType;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The TCP {@link Bootstrap}: a root gathers every rank's listen address, then ranks talk over
@@ -78,15 +75,18 @@ import reactor.core.publisher.SignalType;
  * on this rank and — relayed along the connections — on every rank still reachable; {@link
  * #abort(String)} does the same with {@link ErrorCode#ABORTED}.
  *
- * <p>Threads: signals are delivered on this JVM's shared Netty event-loop threads
- * ({@code jmscclpp-io-*}); {@link #close()} and the root's bind block briefly and run on the
- * caller's thread (a virtual thread for {@code initialize}).
+ * <p>Threads: signals are delivered on the Netty event-loop threads the bootstrap runs on (this
+ * JVM's shared {@code jmscclpp-io-*} threads, or the {@linkplain BootstrapOptions.Builder#eventLoopGroup
+ * group the service supplied}), and deadlines on its {@linkplain BootstrapOptions.Builder#scheduler
+ * scheduler} when one was supplied. Its asynchronous work is Reactor's throughout: Netty's futures
+ * join it through one adapter ({@code NettyFutures}), timers are Reactor {@link Scheduler} tasks. Nothing in it
+ * blocks but {@link #close()}, which waits briefly for its connections to close where the caller's
+ * thread may block (not on an event loop, nor on a Reactor non-blocking thread), and
+ * {@link #createUniqueId()}, which waits for the root's bind.
  */
 public final class TcpBootstrap implements Bootstrap {
 
     private static final System.Logger LOG = Log.logger(TcpBootstrap.class, Subsystem.INIT);
-    /** Blocking setup steps (the root's bind) run on virtual threads, never on an event loop. */
-    private static final Executor VIRTUAL = r -> Thread.ofVirtual().name("jmscclpp-bootstrap").start(r);
 
     private enum State { NEW, INITIALIZING, READY, CLOSED }
 
@@ -96,7 +96,9 @@ public final class TcpBootstrap implements Bootstrap {
     private final AtomicLong collectiveSeq = new AtomicLong(1);
     private final Collectives.Transport transport = new CollectiveTransport();
     private State state = State.NEW;
-    private @Nullable EventLoopGroup group;
+    private EventLoops.@Nullable Lease loops;
+    /** Where timers run: the supplied scheduler, else the event loops; set with {@link #loops}. */
+    private @Nullable Scheduler timers;
     private @Nullable Mailboxes mailboxes;
     private @Nullable PeerLinks links;
     private @Nullable BootstrapRoot ownedRoot;
@@ -104,10 +106,10 @@ public final class TcpBootstrap implements Bootstrap {
     /** The id this bootstrap joined with (its root and secret), once initializing. */
     private @Nullable TcpUniqueId jobId;
     private boolean shrunk;
-    private @Nullable CompletableFuture<Welcome> welcome;
+    private @Nullable OneShot<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
-    /** Completes when {@link #failure} is set. */
-    private final CompletableFuture<JmscclppException> failed = new CompletableFuture<>();
+    /** Emits {@link #failure} once it is set. */
+    private final OneShot<JmscclppException> failed = new OneShot<>();
     private volatile @Nullable AddressBook book;
     /**
      * Whether some host of the job runs more ranks than it has cores (set when ready, the same on
@@ -166,9 +168,11 @@ public final class TcpBootstrap implements Bootstrap {
         }
         InterfaceSelector.Selected local = InterfaceSelector.of(options).select(null);
         TcpUniqueId id = TcpUniqueId.random(new InetSocketAddress(local.address(), 0));
+        // port 0 is never retried: the wait is one bind's, bounded all the same
         BootstrapRoot root = BootstrapRoot.start(id.secret(), size, new InetSocketAddress(local.address(), 0),
-                options.initTimeout(), System.nanoTime());
-        ownedRoot = root;
+                        options.initTimeout(), System.nanoTime(), options.eventLoopGroup(), options.scheduler())
+                .block(options.initTimeout());
+        ownedRoot = Objects.requireNonNull(root, "root");
         ownedId = new TcpUniqueId(root.localAddress(), id.secret());
         return ownedId.toUniqueId();
     }
@@ -227,37 +231,37 @@ public final class TcpBootstrap implements Bootstrap {
             state = State.INITIALIZING;
             rootName = (rootOnRank0 ? "rank 0's root at " : "the root at ") + id.root();
             rootPeer = rootOnRank0 ? 0 : JmscclppException.NONE;
-            group = EventLoops.acquire();
-            mailboxes = new Mailboxes(group.next());
-            links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), group, new LinkEvents());
+            EventLoops.Lease lease = EventLoops.lease(options.eventLoopGroup());
+            loops = lease;
+            timers = options.scheduler() != null ? options.scheduler() : lease.timers();
+            mailboxes = new Mailboxes(timers);
+            links = new PeerLinks(rank, size, id.secret(), options.maxFrameBytes(), lease, new LinkEvents());
             jobId = id;
         }
         long deadline = t0 + options.initTimeout().toNanos();
         long[] marks = new long[3];
-        CompletableFuture<Void> rootStarted = rootAt == null
-                ? CompletableFuture.completedFuture(null)
-                : CompletableFuture.runAsync(() -> hostRoot(id, rootAt, deadline), VIRTUAL);
-        CompletableFuture<TcpBootstrap> init = rootStarted
-                .thenCompose(v -> links().listen(listenAt))
-                .thenCompose(bound -> checkIn(id, bound, deadline))
-                .thenCompose(w -> {
+        Mono<Void> rootStarted = rootAt == null ? Mono.empty() : hostRoot(id, rootAt, deadline);
+        Mono<TcpBootstrap> init = rootStarted
+                .then(Mono.defer(() -> links().listen(listenAt)))
+                .flatMap(bound -> checkIn(id, bound, deadline))
+                .flatMap(w -> {
                     marks[0] = System.nanoTime();
                     links().setSession(w.session());
                     return spreadAddressBook(w.book(), deadline);
                 })
-                .thenCompose(v -> {
+                .then(Mono.defer(() -> {
                     marks[1] = System.nanoTime();
                     return connectRing(deadline);
-                })
-                .thenApply(v -> {
+                }))
+                .then(Mono.fromCallable(() -> {
                     marks[2] = System.nanoTime();
                     ready(t0, marks, listenAt);
                     return this;
-                });
-        // On cancel the future is cancelled first and the bootstrap closed after (doFinally): the
+                }));
+        // On cancel the steps are cancelled first and the bootstrap closed after (doFinally): the
         // close fails the steps in flight, and that error must find nobody listening, else
         // Reactor drops it and logs it as an error.
-        return Mono.fromFuture(init)
+        return init
                 .onErrorMap(this::unwrap)
                 .doOnError(e -> close((JmscclppException) e))
                 .doFinally(signal -> {
@@ -267,19 +271,29 @@ public final class TcpBootstrap implements Bootstrap {
                 });
     }
 
-    private void hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
+    /**
+     * Starts the job's root at {@code at}. The bind is followed to its end even when initialize is
+     * cancelled meanwhile, so that a root bound after the close is closed too.
+     */
+    private Mono<Void> hostRoot(TcpUniqueId id, InetSocketAddress at, long deadline) {
         // The root gives up a little before the ranks do, so that its report, which names the
         // ranks that never checked in, reaches the waiting ranks before their own deadlines fire.
         long left = deadline - System.nanoTime();
-        BootstrapRoot root = BootstrapRoot.start(id.secret(), size, at,
-                Duration.ofNanos(Math.max(1, left - BootstrapRoot.reportMargin(left))), deadline);
-        synchronized (this) {
-            if (state == State.CLOSED) {
-                root.close();
-                throw usage("initialize", "closed while starting the root");
-            }
-            ownedRoot = root;
-        }
+        OneShot<Void> started = new OneShot<>();
+        BootstrapRoot.start(id.secret(), size, at, Duration.ofNanos(Math.max(1, left - BootstrapRoot.reportMargin(left))),
+                        deadline, options.eventLoopGroup(), options.scheduler())
+                .subscribe(root -> {
+                    synchronized (this) {
+                        if (state == State.CLOSED) {
+                            root.close();
+                            started.fail(usage("initialize", "closed while starting the root"));
+                            return;
+                        }
+                        ownedRoot = root;
+                    }
+                    started.succeedEmpty();
+                }, started::fail);
+        return started.mono();
     }
 
     private void ready(long t0, long[] marks, InetSocketAddress listenAt) {
@@ -318,22 +332,21 @@ public final class TcpBootstrap implements Bootstrap {
      * welcome. A connection the root closes before answering the preamble (a previous job's root
      * shutting down on a fixed port) is retried too.
      */
-    private CompletableFuture<Welcome> checkIn(TcpUniqueId id, InetSocketAddress listening, long deadline) {
-        CompletableFuture<Welcome> result = new CompletableFuture<>();
+    private Mono<Welcome> checkIn(TcpUniqueId id, InetSocketAddress listening, long deadline) {
+        OneShot<Welcome> result = new OneShot<>();
         synchronized (this) {
             if (state == State.CLOSED) {
-                // closed (a cancelled initialize) before fail() could see this future: connecting
+                // closed (a cancelled initialize) before fail() could see this result: connecting
                 // now would open a socket that nothing closes
-                return CompletableFuture.failedFuture(JmscclppException.builder(ErrorCode.ABORTED,
+                return Mono.error(JmscclppException.builder(ErrorCode.ABORTED,
                         "closed during initialize").rank(rank).phase("root check-in").build());
             }
             welcome = result;
         }
         attemptCheckIn(id, listening, deadline, result, 5);
-        ScheduledFuture<?> timer = group().schedule(() -> checkInDeadline(result),
+        Disposable timer = timers().schedule(() -> checkInDeadline(result),
                 Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        result.whenComplete((v, e) -> timer.cancel(false));
-        return result;
+        return result.mono().doFinally(signal -> timer.dispose());
     }
 
     /**
@@ -342,7 +355,7 @@ public final class TcpBootstrap implements Bootstrap {
      * never checked in (the root gives up a tenth earlier, but a busy host can delay its report);
      * else, or when no answer comes, it fails with its own TIMEOUT.
      */
-    private void checkInDeadline(CompletableFuture<Welcome> result) {
+    private void checkInDeadline(OneShot<Welcome> result) {
         if (result.isDone()) {
             return;
         }
@@ -355,19 +368,17 @@ public final class TcpBootstrap implements Bootstrap {
                 .phase("root check-in").build();
         Channel ch = checkedInTo;
         if (ch == null || !ch.isActive()) {
-            result.completeExceptionally(mine);
+            result.fail(mine);
             return;
         }
         ch.writeAndFlush(new Frame(Frame.FAILURE, Frame.LAST, mine.code().ordinal(), Failure.encode(mine)));
         long grace = Math.clamp(options.initTimeout().toNanos() / 20, TimeUnit.MILLISECONDS.toNanos(50),
                 TimeUnit.SECONDS.toNanos(1));
-        group().schedule(() -> {
-            result.completeExceptionally(mine);
-        }, grace, TimeUnit.NANOSECONDS);
+        timers().schedule(() -> result.fail(mine), grace, TimeUnit.NANOSECONDS);
     }
 
     private void attemptCheckIn(TcpUniqueId id, InetSocketAddress listening, long deadline,
-                                CompletableFuture<Welcome> result, long pauseMillis) {
+                                OneShot<Welcome> result, long pauseMillis) {
         if (result.isDone()) {
             return;
         }
@@ -376,13 +387,13 @@ public final class TcpBootstrap implements Bootstrap {
         Runnable retry = () -> {
             long left = deadline - System.nanoTime();
             if (!result.isDone() && left > 0) {
-                group().schedule(() -> attemptCheckIn(id, listening, deadline, result, Math.min(pauseMillis * 2, 100)),
+                timers().schedule(() -> attemptCheckIn(id, listening, deadline, result, Math.min(pauseMillis * 2, 100)),
                         Math.min(TimeUnit.MILLISECONDS.toNanos(pauseMillis), left), TimeUnit.NANOSECONDS);
             }
         };
         ChannelFuture connect = new io.netty.bootstrap.Bootstrap()
-                .group(group())
-                .channel(EventLoops.socketChannel())
+                .group(loops().group())
+                .channel(loops().socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
                 .handler(new ChannelInitializer<Channel>() {
@@ -404,7 +415,7 @@ public final class TcpBootstrap implements Bootstrap {
                             answered.set(true);
                             if (p.receiverOrSize != size) {
                                 // This job's root answered: another attempt would get the same answer.
-                                result.completeExceptionally(JmscclppException.builder(ErrorCode.INVALID_USAGE,
+                                result.fail(JmscclppException.builder(ErrorCode.INVALID_USAGE,
                                                 "this rank was created for a job of " + size + " ranks, but the root at "
                                                         + id.root() + " serves a job of " + p.receiverOrSize)
                                         .rank(rank).phase("root check-in").build());
@@ -417,8 +428,8 @@ public final class TcpBootstrap implements Bootstrap {
                             ctx.pipeline().addLast(new FrameDecoder(maxWelcome), new WelcomeHandler(result));
                             return null;
                         });
-                        handshake.outcome().thenAccept(why -> {
-                            if (why != null && !answered.get()) {
+                        handshake.refusal().subscribe(why -> {
+                            if (!answered.get()) {
                                 rootUnreachable = why;   // another job's root on this port, say: retried
                             }
                         });
@@ -426,34 +437,31 @@ public final class TcpBootstrap implements Bootstrap {
                     }
                 })
                 .connect(id.root());
-        connect.addListener((ChannelFuture f) -> {
-            if (!f.isSuccess()) {
-                rootUnreachable = String.valueOf(f.cause().getMessage());
-                retry.run();
-                return;
-            }
-            Channel ch = f.channel();
-            result.whenComplete((w, e) -> ch.close());
-            ch.closeFuture().addListener(c -> {
+        NettyFutures.toMono(connect).subscribe(ch -> {
+            result.mono().subscribe(w -> ch.close(), e -> ch.close());
+            NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> {
                 if (result.isDone()) {
                     return;
                 }
                 if (!answered.get()) {
                     retry.run();
                 } else {
-                    result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                    result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
                                     rootName + " closed the connection before welcoming this rank"
                                             + (rootPeer == 0 ? " (rank 0 died or gave up?)" : " (the root's process died?)"))
                             .rank(rank).peer(rootPeer).phase("root check-in").build());
                 }
             });
+        }, error -> {
+            rootUnreachable = String.valueOf(error.getMessage());
+            retry.run();
         });
     }
 
     private final class WelcomeHandler extends ChannelInboundHandlerAdapter {
-        private final CompletableFuture<Welcome> result;
+        private final OneShot<Welcome> result;
 
-        WelcomeHandler(CompletableFuture<Welcome> result) {
+        WelcomeHandler(OneShot<Welcome> result) {
             this.result = result;
         }
 
@@ -463,7 +471,7 @@ public final class TcpBootstrap implements Bootstrap {
             try {
                 ByteBuf in = frame.payload();
                 if (frame.kind() == Frame.FAILURE) {
-                    result.completeExceptionally(Failure.decode(frame.channel(), in).withRank(rank));
+                    result.fail(Failure.decode(frame.channel(), in).withRank(rank));
                 } else if (frame.kind() == Frame.WELCOME && in.readableBytes() >= 21) {
                     byte[] session = new byte[Preamble.SESSION_BYTES];
                     in.readBytes(session);
@@ -471,13 +479,13 @@ public final class TcpBootstrap implements Bootstrap {
                     boolean hasBook = in.readByte() != 0;
                     AddressBook b = hasBook ? AddressBook.read(in, size) : null;
                     if (n != size || hasBook != (rank == 0) || (hasBook && b == null)) {
-                        result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                        result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
                                 "the root sent a malformed welcome").rank(rank).phase("root check-in").build());
                     } else {
-                        result.complete(new Welcome(session, b));
+                        result.succeed(new Welcome(session, b));
                     }
                 } else {
-                    result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+                    result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
                                     "the root sent frame kind " + frame.kind() + " instead of a welcome")
                             .rank(rank).phase("root check-in").build());
                 }
@@ -489,14 +497,14 @@ public final class TcpBootstrap implements Bootstrap {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            result.completeExceptionally(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
+            result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
                     "bad answer from the root: " + cause).rank(rank).phase("root check-in").cause(cause).build());
             ctx.close();
         }
     }
 
     /** Rank 0 sends the book down a binomial tree; every rank forwards it once it has it. */
-    private CompletableFuture<Void> spreadAddressBook(@Nullable AddressBook fromRoot, long deadline) {
+    private Mono<Void> spreadAddressBook(@Nullable AddressBook fromRoot, long deadline) {
         byte[] bytes = new byte[0];
         if (fromRoot != null) {
             installBook(fromRoot);
@@ -515,7 +523,7 @@ public final class TcpBootstrap implements Bootstrap {
                 installBook(b);
             }
         };
-        return Collectives.broadcast(transport, 0, 0, bytes, deadline, install).then().toFuture();
+        return Collectives.broadcast(transport, 0, 0, bytes, deadline, install).then();
     }
 
     private void installBook(AddressBook b) {
@@ -529,17 +537,19 @@ public final class TcpBootstrap implements Bootstrap {
      * address book's tree and only very large allGathers use the ring, so its connections are left
      * to open on first use (a thousand-rank job saves hundreds of connection handshakes at start).
      */
-    private CompletableFuture<Void> connectRing(long deadline) {
+    private Mono<Void> connectRing(long deadline) {
         if (size == 1 || size >= Collectives.TREE_MIN_RANKS) {
-            return CompletableFuture.completedFuture(null);
+            return Mono.empty();
         }
         int next = (rank + 1) % size;
         int prev = (rank - 1 + size) % size;
-        CompletableFuture<Channel> a = links().sendChannel(next, rank < next);
-        CompletableFuture<Channel> b = links().sendChannel(prev, rank < prev);
-        return withDeadline(CompletableFuture.allOf(a, b), deadline, () -> JmscclppException.builder(ErrorCode.TIMEOUT,
-                        "the ring was not connected in time (rank " + prev + " or " + next + " is missing)")
-                .rank(rank).peer(a.isDone() ? prev : next).phase("ring").build());
+        AtomicBoolean nextConnected = new AtomicBoolean();
+        Mono<Channel> a = links().sendChannel(next, rank < next).doOnNext(ch -> nextConnected.set(true));
+        Mono<Channel> b = links().sendChannel(prev, rank < prev);
+        return Mono.when(a, b).timeout(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())),
+                Mono.error(() -> JmscclppException.builder(ErrorCode.TIMEOUT,
+                                "the ring was not connected in time (rank " + prev + " or " + next + " is missing)")
+                        .rank(rank).peer(nextConnected.get() ? prev : next).phase("ring").build()), timers());
     }
 
     // ---------------------------------------------------------------- operations
@@ -576,9 +586,19 @@ public final class TcpBootstrap implements Bootstrap {
         return b.address(rank);
     }
 
+    /** The options this bootstrap was created with. */
+    public BootstrapOptions options() {
+        return options;
+    }
+
     @Override
     public Duration defaultTimeout() {
         return options.operationTimeout();
+    }
+
+    /** The scheduler the service supplied for blocking and timed work, or null ({@link BootstrapOptions#scheduler()}). */
+    @Nullable Scheduler scheduler() {
+        return options.scheduler();
     }
 
     /** How long initialization may take; a launcher's rendezvous before it ({@link RankEnvironment}) gets as long. */
@@ -666,7 +686,7 @@ public final class TcpBootstrap implements Bootstrap {
             checkPeer(peer, "recv", "peer");
             long deadline = System.nanoTime() + timeout.toNanos();
             Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, tag, "recv");
-            return Mono.create(sink -> mailboxes().take(new Mailboxes.Key(peer, Frame.USER, tag), deadline, ctx, sink));
+            return mailboxes().take(new Mailboxes.Key(peer, Frame.USER, tag), deadline, ctx);
         });
     }
 
@@ -722,7 +742,7 @@ public final class TcpBootstrap implements Bootstrap {
             TcpBootstrap nb = create(survivors.indexOf(rank), survivors.size(),
                     options.toBuilder().initTimeout(timeout).build());
             Mono<Void> freePort = rank != leader || links == null ? Mono.empty()
-                    : Mono.<Void>create(sink -> links().closeListener().addListener(f -> sink.success()));
+                    : links().closeListener().onErrorResume(e -> Mono.empty());
             LOG.log(Level.INFO, "rank {0}: shrinking to the {1} ranks without {2}; rank {3} runs the root at {4}",
                     rank, survivors.size(), excluded, leader, rootAt);
             return freePort.then(nb.start(next, new InetSocketAddress(Objects.requireNonNull(b.address(rank))
@@ -740,7 +760,7 @@ public final class TcpBootstrap implements Bootstrap {
 
     @Override
     public Mono<JmscclppException> failure() {
-        return Mono.fromFuture(failed, true);
+        return failed.mono();
     }
 
     @Override
@@ -760,7 +780,7 @@ public final class TcpBootstrap implements Bootstrap {
             if (state == State.CLOSED) {
                 return;
             }
-            acquired = group != null;
+            acquired = loops != null;
             state = State.CLOSED;
             root = ownedRoot;
             ownedRoot = null;
@@ -778,18 +798,15 @@ public final class TcpBootstrap implements Bootstrap {
         if (!acquired) {
             return;
         }
-        boolean mayBlock = !group().next().inEventLoop() && !isIoThread();
+        // waiting on a channel could deadlock on an event loop, and stall a thread that must not block
+        boolean mayBlock = !loops().inEventLoop() && !Schedulers.isInNonBlockingThread();
         if (mayBlock) {
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
             for (ChannelFuture f : closing) {
                 f.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime())));
             }
         }
-        EventLoops.release();
-    }
-
-    private static boolean isIoThread() {
-        return Thread.currentThread().getName().startsWith("jmscclpp-io");
+        loops().close();
     }
 
     // ---------------------------------------------------------------- machinery
@@ -803,22 +820,18 @@ public final class TcpBootstrap implements Bootstrap {
                                 long deadline, Mailboxes.Context ctx) {
         return Mono.create((MonoSink<Void> sink) -> {
             AtomicBoolean finished = new AtomicBoolean();
-            CompletableFuture<Channel> ready = links().sendChannel(peer, mayOpen);
-            ScheduledFuture<?> timer = group().schedule(() -> {
+            AtomicBoolean connected = new AtomicBoolean();
+            Disposable timer = timers().schedule(() -> {
                 if (finished.compareAndSet(false, true)) {
                     sink.error(JmscclppException.builder(ErrorCode.TIMEOUT, "could not hand a message to rank " + peer
-                                    + (ready.isDone() ? " (it is not reading)" : " (no connection from it yet)"))
+                                    + (connected.get() ? " (it is not reading)" : " (no connection from it yet)"))
                             .rank(rank).peer(peer).tag(ctx.tag()).phase(ctx.phase()).build());
                 }
             }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            sink.onCancel(() -> {
-                finished.set(true);
-                timer.cancel(false);
-            });
             // the job's failure when there is one (it names the rank that died first), else this error
             Consumer<Throwable> reportError = err -> {
                 if (finished.compareAndSet(false, true)) {
-                    timer.cancel(false);
+                    timer.dispose();
                     JmscclppException known = failure;
                     sink.error(located(known != null ? known : err, ctx));
                 }
@@ -832,68 +845,76 @@ public final class TcpBootstrap implements Bootstrap {
                     reportError.accept(err);
                     return;
                 }
-                ScheduledFuture<?> drain;
+                Disposable drain;
                 try {
-                    drain = group().schedule(() -> reportError.accept(err), PeerLinks.DRAIN_AFTER_FAILURE_MS,
+                    drain = timers().schedule(() -> reportError.accept(err), PeerLinks.DRAIN_AFTER_FAILURE_MS,
                             TimeUnit.MILLISECONDS);
                 } catch (RejectedExecutionException e) {
                     reportError.accept(err);   // the event loops are going: no news will come
                     return;
                 }
-                failed.whenComplete((x, y) -> {
-                    drain.cancel(false);
+                failed.mono().subscribe(news -> {
+                    drain.dispose();
                     reportError.accept(err);
                 });
             };
-            ready.whenComplete((ch, err) -> {
-                if (err != null) {
-                    if (unwrap(err).getCause() instanceof ConnectException) {
-                        reportAfterNews.accept(err);
-                    } else {
-                        reportError.accept(err);
-                    }
-                    return;
-                }
-                ChannelPromise done = ch.newPromise();
-                done.addListener(f -> {
-                    if (f.isSuccess()) {
-                        if (finished.compareAndSet(false, true)) {
-                            timer.cancel(false);
-                            sink.success();
-                        }
-                        return;
-                    }
-                    // The connection broke. Its last frames may still wait to be read: a failure the
-                    // peer relayed before it left names the rank that died first, which is the news.
-                    // So report once the connection has closed and those frames were handled (the
-                    // link's own close listener, which may fail the job, runs before this one), and
-                    // give news over the other connections the same window.
-                    Throwable writeError = f.cause();
-                    ch.closeFuture().addListener(c -> reportAfterNews.accept(JmscclppException.builder(
-                            ErrorCode.REMOTE_ERROR, "could not send to rank " + peer + ": " + writeError)
-                            .cause(writeError).build()));
-                    ch.eventLoop().schedule(() -> ch.close(), PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
-                });
+            Disposable ready = links().sendChannel(peer, mayOpen).subscribe(ch -> {
+                connected.set(true);
                 Runnable write = () -> {
                     int max = options.maxFrameBytes();
+                    ChannelFuture last = null;
                     if (len == 0) {
-                        ch.write(new Frame(kind, Frame.LAST, channel, Unpooled.EMPTY_BUFFER), done);
+                        last = ch.write(new Frame(kind, Frame.LAST, channel, Unpooled.EMPTY_BUFFER));
                     }
                     for (int p = 0; p < len; p += max) {
                         int n = Math.min(max, len - p);
-                        boolean last = p + n >= len;
+                        boolean isLast = p + n >= len;
                         // not the void promise: its failure would close the connection before its
-                        // last frames are read; the last frame's promise fails as well
+                        // last frames are read; the last frame's write fails as well
                         ByteBuf chunk = Unpooled.wrappedBuffer(data, off + p, n);
-                        ch.write(new Frame(kind, last ? Frame.LAST : 0, channel, chunk), last ? done : ch.newPromise());
+                        ChannelFuture written = ch.write(new Frame(kind, isLast ? Frame.LAST : 0, channel, chunk));
+                        if (isLast) {
+                            last = written;
+                        }
                     }
                     ch.flush();
+                    NettyFutures.toMono(Objects.requireNonNull(last, "last frame")).subscribe(c -> {
+                        if (finished.compareAndSet(false, true)) {
+                            timer.dispose();
+                            sink.success();
+                        }
+                    }, writeError -> {
+                        // The connection broke. Its last frames may still wait to be read: a failure the
+                        // peer relayed before it left names the rank that died first, which is the news.
+                        // So report once the connection has closed and those frames were handled (the
+                        // link's own close listener, which may fail the job, runs before this one), and
+                        // give news over the other connections the same window.
+                        NettyFutures.toMono(ch.closeFuture()).subscribe(c -> reportAfterNews.accept(
+                                JmscclppException.builder(ErrorCode.REMOTE_ERROR, "could not send to rank " + peer
+                                        + ": " + writeError).cause(writeError).build()));
+                        try {
+                            timers().schedule(ch::close, PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
+                        } catch (RejectedExecutionException e) {
+                            ch.close();   // the timers are going: nothing will drain it
+                        }
+                    });
                 };
                 if (ch.eventLoop().inEventLoop()) {
                     write.run();
                 } else {
                     ch.eventLoop().execute(write);
                 }
+            }, err -> {
+                if (err.getCause() instanceof ConnectException) {
+                    reportAfterNews.accept(err);
+                } else {
+                    reportError.accept(err);
+                }
+            });
+            sink.onCancel(() -> {
+                finished.set(true);
+                timer.dispose();
+                ready.dispose();
             });
         });
     }
@@ -923,9 +944,9 @@ public final class TcpBootstrap implements Bootstrap {
         @Override
         public Mono<byte[]> recv(int peer, long seq, long deadline, String phase) {
             Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, JmscclppException.NONE, phase);
-            return Mono.create(sink -> {
+            return Mono.defer(() -> {
                 links().ensureOpenedByLower(peer);
-                mailboxes().take(new Mailboxes.Key(peer, Frame.COLLECTIVE, seq), deadline, ctx, sink);
+                return mailboxes().take(new Mailboxes.Key(peer, Frame.COLLECTIVE, seq), deadline, ctx);
             });
         }
     }
@@ -999,7 +1020,7 @@ public final class TcpBootstrap implements Bootstrap {
      * news reaches every rank still connected.
      */
     private void fail(JmscclppException e, boolean relay) {
-        CompletableFuture<Welcome> w;
+        OneShot<Welcome> w;
         synchronized (this) {
             if (failure != null) {
                 return;
@@ -1020,9 +1041,9 @@ public final class TcpBootstrap implements Bootstrap {
                 });
             }
         }
-        failed.complete(e);
+        failed.succeed(e);
         if (w != null) {
-            w.completeExceptionally(e.withRank(rank));
+            w.fail(e.withRank(rank));
         }
         if (mailboxes != null) {
             mailboxes.failAll(ctx -> JmscclppException.builder(e.code(), e.detail()).rank(rank)
@@ -1057,12 +1078,7 @@ public final class TcpBootstrap implements Bootstrap {
         return JmscclppException.builder(ErrorCode.INVALID_USAGE, detail).rank(rank).phase(phase).build();
     }
 
-    private Throwable unwrap(Throwable t) {
-        Throwable c = t;
-        while ((c instanceof CompletionException || c instanceof java.util.concurrent.ExecutionException)
-                && c.getCause() != null) {
-            c = c.getCause();
-        }
+    private Throwable unwrap(Throwable c) {
         return c instanceof JmscclppException ? c : JmscclppException.builder(ErrorCode.INTERNAL_ERROR,
                 "unexpected " + c).rank(rank).phase("initialize").cause(c).build();
     }
@@ -1075,20 +1091,12 @@ public final class TcpBootstrap implements Bootstrap {
                 .phase(ctx.phase()).cause(je.getCause()).build();
     }
 
-    private <T> CompletableFuture<T> withDeadline(CompletableFuture<T> f, long deadline,
-                                                  java.util.function.Supplier<JmscclppException> onTimeout) {
-        if (f.isDone()) {
-            return f;
-        }
-        ScheduledFuture<?> timer = group().schedule(() -> {
-            f.completeExceptionally(onTimeout.get());
-        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        f.whenComplete((v, e) -> timer.cancel(false));
-        return f;
+    private EventLoops.Lease loops() {
+        return Objects.requireNonNull(loops, "loops");
     }
 
-    private EventLoopGroup group() {
-        return Objects.requireNonNull(group, "group");
+    private Scheduler timers() {
+        return Objects.requireNonNull(timers, "timers");
     }
 
     private Mailboxes mailboxes() {
@@ -1103,6 +1111,12 @@ public final class TcpBootstrap implements Bootstrap {
     int mailboxCount() {
         Mailboxes m = mailboxes;
         return m == null ? 0 : m.boxCount();
+    }
+
+    /** The connections this rank has with its peers now (tests check which event loops they run on). */
+    List<Channel> connections() {
+        PeerLinks l = links;
+        return l == null ? List.of() : l.allChannels();
     }
 
     /** Bootstraps and roots currently holding the shared event loops in this JVM (for leak checks in tests). */

@@ -41,7 +41,8 @@ import org.jspecify.annotations.Nullable;
  * One communicator's use of {@code ETHERNET}: a listening socket, a random secret, the table of
  * buffers registered for {@code ETHERNET} (regions), the receiving ends of peers' connections and
  * the connections this rank dialled. The listener and the receiving ends run on the event loops
- * the bootstrap uses ({@link EventLoops}), holding one reference to them until {@link #close()};
+ * the bootstrap uses ({@link EventLoops}: the service's group, else the shared one, holding one reference to
+ * it until {@link #close()});
  * the connections this rank dialled write on their callers' threads and read their acks on a
  * thread each ({@link EthernetConnection}).
  *
@@ -64,7 +65,7 @@ final class EthernetSession implements TransportProvider.Session {
 
     private final Backend backend;
     private final byte[] secret = new byte[EthernetWire.SECRET_BYTES];
-    private final EventLoopGroup group;
+    private final EventLoops.Lease loops;
     private final Channel listener;
     private final InetSocketAddress listening;
     private final Map<Long, Region> regions = new ConcurrentHashMap<>();
@@ -78,17 +79,26 @@ final class EthernetSession implements TransportProvider.Session {
     private volatile boolean stageAlways;
 
     EthernetSession(Backend backend) {
-        this(backend, listenAddress());
+        this(backend, listenAddress(), null);
+    }
+
+    /** A session listening on {@code group} (null: the shared event loops). */
+    EthernetSession(Backend backend, @Nullable EventLoopGroup group) {
+        this(backend, listenAddress(), group);
     }
 
     EthernetSession(Backend backend, InetAddress address) {
+        this(backend, address, null);
+    }
+
+    EthernetSession(Backend backend, InetAddress address, @Nullable EventLoopGroup group) {
         this.backend = backend;
         RANDOM.nextBytes(secret);
-        this.group = EventLoops.acquire();
+        this.loops = EventLoops.lease(group);
         try {
             ServerBootstrap sb = new ServerBootstrap()
-                    .group(group)
-                    .channel(EventLoops.serverChannel())
+                    .group(loops.group())
+                    .channel(loops.serverChannel())
                     .option(ChannelOption.SO_BACKLOG, 1024)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
@@ -116,7 +126,7 @@ final class EthernetSession implements TransportProvider.Session {
             this.listener = f.channel();
             this.listening = (InetSocketAddress) listener.localAddress();
         } catch (RuntimeException e) {
-            EventLoops.release();
+            loops.close();
             throw e;
         }
     }
@@ -182,6 +192,11 @@ final class EthernetSession implements TransportProvider.Session {
 
     int inboundCount() {
         return inbound.size();
+    }
+
+    /** The receiving ends open now (tests check which event loops they run on). */
+    List<Channel> inboundChannels() {
+        return List.copyOf(inbound);
     }
 
     @Override
@@ -262,12 +277,7 @@ final class EthernetSession implements TransportProvider.Session {
     }
 
     private boolean onEventLoop() {
-        for (io.netty.util.concurrent.EventExecutor e : group) {
-            if (e.inEventLoop()) {
-                return true;
-            }
-        }
-        return false;
+        return loops.inEventLoop();
     }
 
     static JmscclppException error(ErrorCode code, ConnectionContext where, String detail) {
@@ -299,6 +309,6 @@ final class EthernetSession implements TransportProvider.Session {
             }
         }
         regions.clear();
-        EventLoops.release();
+        loops.close();
     }
 }

@@ -1,5 +1,6 @@
 package org.jmscclpp.ethernet;
 
+import io.netty.channel.EventLoopGroup;
 import java.util.Optional;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Backend;
@@ -17,7 +18,8 @@ import org.jmscclpp.core.spi.TransportProvider;
  * {@link EthernetWire}.
  *
  * <p>The listening socket follows the bootstrap's interface choice ({@code MSCCLPP_SOCKET_IFNAME},
- * {@code MSCCLPP_SOCKET_FAMILY}); see {@link EthernetSession}.
+ * {@code MSCCLPP_SOCKET_FAMILY}); see {@link EthernetSession}. It runs on the event loops of the
+ * communicator's {@link TcpBootstrap}: the group the service supplied to it, else this JVM's shared one.
  */
 public final class EthernetTransportProvider implements TransportProvider {
 
@@ -48,13 +50,14 @@ public final class EthernetTransportProvider implements TransportProvider {
 
     /**
      * Binds on the address a {@link TcpBootstrap} listens on, so ETHERNET uses the interface, family
-     * and scope the job chose (a job over {@code [::1]} or a link-local address stays there); any
-     * other bootstrap gets {@link #open(Backend)}'s choice.
+     * and scope the job chose (a job over {@code [::1]} or a link-local address stays there), on the
+     * event-loop group the service supplied to it, if any; any other bootstrap gets
+     * {@link #open(Backend)}'s choice.
      */
     @Override
     public Session open(Backend backend, Bootstrap bootstrap) {
         if (bootstrap instanceof TcpBootstrap tcp) {
-            return new EthernetSession(backend, tcp.localAddress().getAddress());
+            return new EthernetSession(backend, tcp.localAddress().getAddress(), tcp.options().eventLoopGroup());
         }
         return open(backend);
     }

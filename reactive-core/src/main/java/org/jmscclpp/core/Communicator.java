@@ -8,6 +8,7 @@ import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.IntFunction;
 import org.jmscclpp.core.metrics.probe.Probes;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
@@ -24,6 +25,7 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
 
 /**
  * The second half of setting up a job, after the {@link Bootstrap}: registering memory, connecting
@@ -72,8 +74,9 @@ import reactor.core.publisher.Sinks;
  * {@link ErrorCode#REMOTE_ERROR}.
  *
  * <p>Steps do their local work (allocating tokens, mapping a peer's memory, opening a connection)
- * on virtual threads, never on a bootstrap I/O thread; results are emitted on such a virtual thread,
- * completions of pure sends on the bootstrap's thread. Do not block in a downstream operator.
+ * on virtual threads, or on the scheduler a service passes to {@link #create(Bootstrap, Backend, Scheduler)},
+ * never on a bootstrap I/O thread; results are emitted on such a thread, completions of pure sends
+ * on the bootstrap's thread. Do not block in a downstream operator.
  *
  * <p>The communicator owns what it made (connections, peers' memories mapped here, semaphores) and
  * releases it on {@link #close()}, in reverse order. The bootstrap and the backend belong to the
@@ -102,10 +105,13 @@ public final class Communicator implements AutoCloseable {
     private boolean closed;
     private final AbortSignal abortSignal = AbortSignal.create();
     private final Disposable failureWatch;
+    /** Where steps do their local work, which may block briefly. */
+    private final Scheduler work;
 
-    private Communicator(Bootstrap bootstrap, Backend backend) {
+    private Communicator(Bootstrap bootstrap, Backend backend, Scheduler work) {
         this.bootstrap = bootstrap;
         this.backend = backend;
+        this.work = work;
         // The bootstrap hears first of a dead peer or an abort anywhere in the job; the signal
         // carries it to every wait of this communicator's semaphores, channels and proxies.
         this.failureWatch = bootstrap.failure().subscribe(abortSignal::raise, e -> { });
@@ -113,7 +119,17 @@ public final class Communicator implements AutoCloseable {
 
     /** A communicator for the ranks of {@code bootstrap}, moving memory of {@code backend}. */
     public static Communicator create(Bootstrap bootstrap, Backend backend) {
-        return new Communicator(bootstrap, backend);
+        return new Communicator(bootstrap, backend, Waiting.VIRTUAL);
+    }
+
+    /**
+     * A communicator whose steps do their local work on {@code work}, the service's scheduler, instead
+     * of virtual threads: its threads must be allowed to block briefly (a {@code boundedElastic}
+     * scheduler, or one of the service's own; not a {@code parallel} one). The service owns it: closing
+     * the communicator does not dispose it.
+     */
+    public static Communicator create(Bootstrap bootstrap, Backend backend, Scheduler work) {
+        return new Communicator(bootstrap, backend, Objects.requireNonNull(work, "work"));
     }
 
     public Bootstrap bootstrap() {
@@ -730,7 +746,7 @@ public final class Communicator implements AutoCloseable {
                     "an earlier send")
                     // local work (allocating a token, creating an endpoint) never runs on a bootstrap I/O thread
                     .then(Mono.defer(() -> wire >= WIRE_SENT ? Mono.<Void>empty() : send(left(deadline)))
-                            .subscribeOn(Waiting.VIRTUAL))
+                            .subscribeOn(work))
                     .doOnSuccess(v -> {
                         if (wire < WIRE_SENT) {
                             wire = WIRE_SENT;
@@ -785,7 +801,7 @@ public final class Communicator implements AutoCloseable {
         /** Receives the next message on (peer, tag), checks its kind and hands the payload to a virtual thread. */
         Mono<byte[]> take(byte kind, Duration timeout) {
             return bootstrap.recv(peer, TAG_SPACE | tag, timeout).doOnNext(m -> wire = WIRE_TAKEN)
-                    .publishOn(Waiting.VIRTUAL).map(message -> {
+                    .publishOn(work).map(message -> {
                 if (message.length == 0 || message[0] != kind) {
                     throw error(ErrorCode.INVALID_USAGE, "expected " + kindName(kind) + " but the peer sent "
                             + (message.length == 0 ? "an empty message" : kindName(message[0]))

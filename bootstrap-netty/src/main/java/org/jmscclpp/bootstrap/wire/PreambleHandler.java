@@ -7,11 +7,12 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * First handler of every bootstrap connection: runs the {@link Preamble} handshake, in which both
@@ -28,12 +29,12 @@ public final class PreambleHandler extends ByteToMessageDecoder {
     /** The accepting side's decision on a dialler's well-formed preamble. */
     public interface Acceptor {
         /**
-         * Completes with the answer to {@code dialler}'s preamble: this side's preamble, or why the
-         * connection is refused. May complete later, for example once the job session is known;
-         * the connection reads nothing meanwhile. Nothing of the connection may be trusted yet: the
-         * dialler has not proven that it knows the secret.
+         * Emits the answer to {@code dialler}'s preamble: this side's preamble, or why the
+         * connection is refused. May emit later, for example once the job session is known;
+         * the connection reads nothing meanwhile (an error or an empty Mono refuses it). Nothing of the
+         * connection may be trusted yet: the dialler has not proven that it knows the secret.
          */
-        CompletableFuture<Answer> answer(ChannelHandlerContext ctx, Preamble dialler);
+        Mono<Answer> answer(ChannelHandlerContext ctx, Preamble dialler);
     }
 
     /**
@@ -65,6 +66,12 @@ public final class PreambleHandler extends ByteToMessageDecoder {
 
     private enum State { EXPECT_PREAMBLE, ANSWERING, EXPECT_PROOF, DONE }
 
+    /** An acceptor's answer that came during the call ({@code now}), or whether it comes later. */
+    private static final class Pending {
+        @Nullable Answer now;
+        boolean later;
+    }
+
     private final byte[] secret;
     private final long handshakeTimeoutNanos;
     private final String where;
@@ -72,7 +79,8 @@ public final class PreambleHandler extends ByteToMessageDecoder {
     /** The dialler's own preamble; null on the accepting side. */
     private final @Nullable Preamble mine;
     private final @Nullable Proven dialled;
-    private final CompletableFuture<@Nullable String> outcome = new CompletableFuture<>();
+    /** Empty once the handshake succeeded, else why it failed; emitted on the event loop only. */
+    private final Sinks.One<String> outcome = Sinks.one();
     private @Nullable ScheduledFuture<?> deadline;
     private State state = State.EXPECT_PREAMBLE;
     /** Accepting side: the dialler's preamble, this side's answer. */
@@ -114,11 +122,11 @@ public final class PreambleHandler extends ByteToMessageDecoder {
     }
 
     /**
-     * Completes with null once the handshake succeeded (the handler is gone then), or with why it
-     * failed (the connection is closed then). Completes on the event loop.
+     * Completes empty once the handshake succeeded (the handler is gone then), or emits why it
+     * failed (the connection is closed then). Signals on the event loop.
      */
-    public CompletableFuture<@Nullable String> outcome() {
-        return outcome;
+    public Mono<String> refusal() {
+        return outcome.asMono();
     }
 
     @Override
@@ -164,7 +172,7 @@ public final class PreambleHandler extends ByteToMessageDecoder {
             cancelDeadline();
             LOG.log(Level.DEBUG, "{0}: {1} closed the connection during the handshake", where,
                     ctx.channel().remoteAddress());
-            outcome.complete("the other side closed the connection during the handshake");
+            outcome.tryEmitValue("the other side closed the connection during the handshake");
         }
         super.channelInactive(ctx);
     }
@@ -221,24 +229,42 @@ public final class PreambleHandler extends ByteToMessageDecoder {
             }
             theirs = read[0];
             state = State.ANSWERING;
-            CompletableFuture<Answer> answer;
+            Mono<Answer> answer;
             try {
                 answer = Objects.requireNonNull(acceptor).answer(ctx, read[0]);
             } catch (RuntimeException e) {
-                answer = CompletableFuture.failedFuture(e);
+                answer = Mono.error(e);
             }
-            if (answer.isDone()) {
-                answered(ctx, in, answer.getNow(Answer.refuse("acceptor failed")));
+            // An answer that is there at once is used at once, on the bytes at hand; a later one
+            // resumes reading from the event loop.
+            Pending pending = new Pending();
+            answer.defaultIfEmpty(Answer.refuse("acceptor failed"))
+                    .onErrorResume(error -> Mono.just(Answer.refuse(error.toString())))
+                    .subscribe(a -> {
+                        synchronized (pending) {
+                            if (!pending.later) {
+                                pending.now = a;
+                                return;
+                            }
+                        }
+                        ctx.executor().execute(() -> {
+                            if (state != State.ANSWERING) {
+                                return;   // timed out or closed meanwhile
+                            }
+                            ctx.channel().config().setAutoRead(true);
+                            answered(ctx, internalBuffer(), a);
+                        });
+                    });
+            Answer now;
+            synchronized (pending) {
+                now = pending.now;
+                pending.later = now == null;
+            }
+            if (now != null) {
+                answered(ctx, in, now);
                 return;
             }
             ctx.channel().config().setAutoRead(false);
-            answer.whenComplete((a, error) -> ctx.executor().execute(() -> {
-                if (state != State.ANSWERING) {
-                    return;   // timed out or closed meanwhile
-                }
-                ctx.channel().config().setAutoRead(true);
-                answered(ctx, internalBuffer(), error != null ? Answer.refuse(error.toString()) : a);
-            }));
             return;
         }
         if (state == State.EXPECT_PROOF && in.readableBytes() >= Preamble.PROOF_BYTES) {
@@ -277,7 +303,7 @@ public final class PreambleHandler extends ByteToMessageDecoder {
         }
         state = State.DONE;
         cancelDeadline();
-        outcome.complete(null);
+        outcome.tryEmitEmpty();
         if (!ctx.isRemoved()) {
             ctx.pipeline().remove(this);
         }
@@ -296,7 +322,7 @@ public final class PreambleHandler extends ByteToMessageDecoder {
         ByteBuf left = internalBuffer();
         left.skipBytes(left.readableBytes());
         cancelDeadline();
-        outcome.complete(why);
+        outcome.tryEmitValue(why);
         ctx.close();
     }
 

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -24,6 +23,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * {@link PreambleHandler} on an {@link EmbeddedChannel}, both sides of the handshake: what passes
@@ -38,16 +40,16 @@ class PreambleHandlerTest {
     private static final byte[] AFTER = "frames follow".getBytes(StandardCharsets.US_ASCII);
     private static final long TIMEOUT_MS = 1_000;
 
-    /** Acceptor that records what it saw and answers with a settable future. */
+    /** Acceptor that records what it saw and answers with a settable Mono. */
     private static final class RecordingAcceptor implements PreambleHandler.Acceptor {
         final List<Preamble> seen = new ArrayList<>();
         final List<Preamble> proven = new ArrayList<>();
-        @Nullable CompletableFuture<PreambleHandler.Answer> answer;
+        @Nullable Mono<PreambleHandler.Answer> answer;
 
         @Override
-        public CompletableFuture<PreambleHandler.Answer> answer(ChannelHandlerContext ctx, Preamble dialler) {
+        public Mono<PreambleHandler.Answer> answer(ChannelHandlerContext ctx, Preamble dialler) {
             seen.add(dialler);
-            return answer != null ? answer : CompletableFuture.completedFuture(accept(dialler));
+            return answer != null ? answer : Mono.just(accept(dialler));
         }
 
         PreambleHandler.Answer accept(Preamble dialler) {
@@ -63,6 +65,25 @@ class PreambleHandlerTest {
     private final List<ByteBuf> handedIn = new ArrayList<>();
     private final EmbeddedChannel channel = new EmbeddedChannel();
     private @Nullable PreambleHandler handler;
+
+    /**
+     * The handshake's outcome as it stands: null when it succeeded, why it failed, or {@code pending}
+     * while it runs.
+     */
+    private static @Nullable String outcomeNow(PreambleHandler h, @Nullable String pending) {
+        String[] now = {pending};
+        boolean[] emitted = {false};
+        Disposable d = h.refusal().subscribe(why -> {
+            emitted[0] = true;
+            now[0] = why;
+        }, error -> { }, () -> {
+            if (!emitted[0]) {
+                now[0] = null;
+            }
+        });
+        d.dispose();
+        return now[0];
+    }
 
     private void start() {
         handler = PreambleHandler.accepting(SECRET, TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "test", acceptor);
@@ -158,7 +179,7 @@ class PreambleHandlerTest {
         assertEquals(1, acceptor.proven.size());
         assertNull(channel.pipeline().get(PreambleHandler.class), "the handler removes itself once proven");
         assertArrayEquals(AFTER, drainForwarded());
-        assertNull(handler().outcome().getNow("pending"));
+        assertNull(outcomeNow(handler(), "pending"));
 
         write(AFTER);
         assertArrayEquals(AFTER, drainForwarded(), "later bytes bypass the removed handler");
@@ -204,7 +225,7 @@ class PreambleHandlerTest {
         byte[] theirs = answerTo(mine);
         write(WireBytes.concat(WireBytes.dialProof(OTHER_SECRET, mine, theirs), AFTER));
         assertDroppedWithNothingForwarded();
-        assertNotNull(handler().outcome().getNow(null));
+        assertNotNull(outcomeNow(handler(), null));
     }
 
     @Test
@@ -279,12 +300,12 @@ class PreambleHandlerTest {
 
     @Test
     void acceptorRefusalClosesUnanswered() {
-        acceptor.answer = CompletableFuture.completedFuture(PreambleHandler.Answer.refuse("not for this rank"));
+        acceptor.answer = Mono.just(PreambleHandler.Answer.refuse("not for this rank"));
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
         assertEquals(1, acceptor.seen.size());
         assertDroppedUnanswered();
-        assertEquals("not for this rank", handler().outcome().getNow(null));
+        assertEquals("not for this rank", outcomeNow(handler(), null));
     }
 
     @Test
@@ -339,8 +360,8 @@ class PreambleHandlerTest {
 
     @Test
     void deferredAnswerKeepsWhatCameMeanwhile() {
-        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
-        acceptor.answer = answer;
+        Sinks.One<PreambleHandler.Answer> answer = Sinks.one();
+        acceptor.answer = answer.asMono();
         start();
         byte[] mine = good(1, 2);
         write(WireBytes.concat(mine, Arrays.copyOf(AFTER, 4)));
@@ -349,7 +370,7 @@ class PreambleHandlerTest {
         assertNotNull(channel.pipeline().get(PreambleHandler.class));
         assertArrayEquals(new byte[0], drainWritten(), "no answer before the acceptor decided");
 
-        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
+        answer.tryEmitValue(acceptor.accept(acceptor.seen.getFirst()));
         channel.runPendingTasks();
         assertTrue(channel.config().isAutoRead(), "reading resumes after the answer");
         answerTo(mine);
@@ -361,12 +382,12 @@ class PreambleHandlerTest {
 
     @Test
     void deferredAnswerThenProofPasses() {
-        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
-        acceptor.answer = answer;
+        Sinks.One<PreambleHandler.Answer> answer = Sinks.one();
+        acceptor.answer = answer.asMono();
         start();
         byte[] mine = good(1, 2);
         write(mine);
-        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
+        answer.tryEmitValue(acceptor.accept(acceptor.seen.getFirst()));
         channel.runPendingTasks();
         write(WireBytes.concat(WireBytes.dialProof(SECRET, mine, answerTo(mine)), AFTER));
         assertTrue(channel.isOpen());
@@ -377,13 +398,13 @@ class PreambleHandlerTest {
 
     @Test
     void deferredRefusalClosesUnanswered() {
-        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
-        acceptor.answer = answer;
+        Sinks.One<PreambleHandler.Answer> answer = Sinks.one();
+        acceptor.answer = answer.asMono();
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
         assertTrue(channel.isOpen());
 
-        answer.complete(PreambleHandler.Answer.refuse("session of another job"));
+        answer.tryEmitValue(PreambleHandler.Answer.refuse("session of another job"));
         channel.runPendingTasks();
 
         assertDroppedUnanswered();
@@ -391,12 +412,12 @@ class PreambleHandlerTest {
 
     @Test
     void deferredAnswerThatFailsCloses() {
-        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
-        acceptor.answer = answer;
+        Sinks.One<PreambleHandler.Answer> answer = Sinks.one();
+        acceptor.answer = answer.asMono();
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
 
-        answer.completeExceptionally(new IllegalStateException("acceptor broke"));
+        answer.tryEmitError(new IllegalStateException("acceptor broke"));
         channel.runPendingTasks();
 
         assertDroppedUnanswered();
@@ -405,8 +426,8 @@ class PreambleHandlerTest {
     @Test
     void pendingAnswerStillHasTheHandshakeDeadline() {
         channel.freezeTime();
-        CompletableFuture<PreambleHandler.Answer> answer = new CompletableFuture<>();
-        acceptor.answer = answer;
+        Sinks.One<PreambleHandler.Answer> answer = Sinks.one();
+        acceptor.answer = answer.asMono();
         start();
         write(WireBytes.concat(good(1, 2), AFTER));
         channel.advanceTimeBy(TIMEOUT_MS, TimeUnit.MILLISECONDS);
@@ -414,7 +435,7 @@ class PreambleHandlerTest {
         assertDroppedUnanswered();
 
         // An answer arriving after the close must not resurrect, answer or forward anything.
-        answer.complete(acceptor.accept(acceptor.seen.getFirst()));
+        answer.tryEmitValue(acceptor.accept(acceptor.seen.getFirst()));
         channel.runPendingTasks();
         assertDroppedUnanswered();
     }
@@ -453,7 +474,7 @@ class PreambleHandlerTest {
         assertArrayEquals(WireBytes.dialProof(SECRET, mine.toBytes(), theirs), drainWritten());
         assertEquals(1, proven.size());
         assertEquals(2, proven.getFirst().sender);
-        assertNull(h.outcome().getNow("pending"));
+        assertNull(outcomeNow(h, "pending"));
         assertNull(channel.pipeline().get(PreambleHandler.class));
         assertArrayEquals(AFTER, drainForwarded());
     }
@@ -470,7 +491,7 @@ class PreambleHandlerTest {
         assertFalse(channel.isOpen());
         assertArrayEquals(new byte[0], drainWritten(), "no proof goes to an acceptor that did not prove the secret");
         assertTrue(proven.isEmpty());
-        assertNotNull(h.outcome().getNow(null));
+        assertNotNull(outcomeNow(h, null));
         assertNull(channel.readInbound());
     }
 
@@ -486,7 +507,7 @@ class PreambleHandlerTest {
         write(recorded);
         assertFalse(channel.isOpen());
         assertTrue(proven.isEmpty());
-        assertNotNull(h.outcome().getNow(null));
+        assertNotNull(outcomeNow(h, null));
     }
 
     private static byte[] filled(int n, int value) {

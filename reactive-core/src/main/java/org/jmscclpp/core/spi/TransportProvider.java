@@ -37,8 +37,10 @@ public interface TransportProvider {
     Session open(Backend backend);
 
     /**
-     * {@link #open(Backend)} for a communicator over {@code bootstrap}, which a provider may consult
-     * (a network transport listens where the bootstrap does). The communicator calls this one.
+     * Opens this provider's state for one communicator over {@code backend} whose ranks found each
+     * other through {@code bootstrap}, so that the provider may follow the bootstrap (the
+     * {@code ETHERNET} provider listens where a {@code TcpBootstrap} listens, on its event loops); by
+     * default {@link #open(Backend)}. The communicator calls this one.
      */
     default Session open(Backend backend, Bootstrap bootstrap) {
         return open(backend);
