@@ -193,7 +193,7 @@ class EthernetConnectionTest {
     @Test
     void aFlushCancelledWhileItsAckArrivesLeavesNoWaiterBehind() throws Exception {
         onBothRanks(s -> {
-            EthernetConnection c = (EthernetConnection) s.connection;
+            EthernetConnection c = (EthernetConnection) TransportProviders.unwrap(s.connection);
             for (int round = 0; round < 200; round++) {
                 s.connection.write(s.remote, 0, s.localSource, 0, 256);
                 RaceTestUtils.race(() -> s.connection.flush(EthernetScenario.TIMEOUT).subscribe().dispose(),
