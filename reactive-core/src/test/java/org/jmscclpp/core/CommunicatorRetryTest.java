@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jmscclpp.testkit.CommunicatorGroup;
-import org.jmscclpp.testkit.ForwardingBootstrap;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -203,28 +202,6 @@ class CommunicatorRetryTest {
                 d.dispose();
             }, () -> g.comm(0).sendMemory(mine, 1, 2).block(CommunicatorGroup.WAIT));
             assertEquals(40, recv.block(CommunicatorGroup.WAIT).size());
-        }
-    }
-
-    /** Logs "send peer/tag" and "recv peer/tag" (communicator tags) as the communicator subscribes them. */
-    private static final class RecordingBootstrap extends ForwardingBootstrap {
-        private final List<String> log;
-
-        RecordingBootstrap(Bootstrap delegate, List<String> log) {
-            super(delegate);
-            this.log = log;
-        }
-
-        @Override
-        public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
-            return super.send(peer, tag, data, timeout)
-                    .doOnSubscribe(s -> log.add("send " + peer + "/" + (tag & Communicator.MAX_TAG)));
-        }
-
-        @Override
-        public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
-            return super.recv(peer, tag, timeout)
-                    .doOnSubscribe(s -> log.add("recv " + peer + "/" + (tag & Communicator.MAX_TAG)));
         }
     }
 }

@@ -19,7 +19,6 @@ import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.testkit.CommunicatorGroup;
-import org.jmscclpp.testkit.ForwardingBootstrap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import reactor.core.publisher.Flux;
@@ -311,27 +310,5 @@ class CommunicatorTest {
     private static void assertInvalid(org.junit.jupiter.api.function.Executable e) {
         JmscclppException ex = assertThrows(JmscclppException.class, e);
         assertEquals(ErrorCode.INVALID_USAGE, ex.code(), ex.getMessage());
-    }
-
-    /** Logs "send peer/tag" and "recv peer/tag" (communicator tags) as the communicator subscribes them. */
-    private static final class RecordingBootstrap extends ForwardingBootstrap {
-        private final List<String> log;
-
-        RecordingBootstrap(Bootstrap delegate, List<String> log) {
-            super(delegate);
-            this.log = log;
-        }
-
-        @Override
-        public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
-            return super.send(peer, tag, data, timeout)
-                    .doOnSubscribe(s -> log.add("send " + peer + "/" + (tag & Communicator.MAX_TAG)));
-        }
-
-        @Override
-        public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
-            return super.recv(peer, tag, timeout)
-                    .doOnSubscribe(s -> log.add("recv " + peer + "/" + (tag & Communicator.MAX_TAG)));
-        }
     }
 }
