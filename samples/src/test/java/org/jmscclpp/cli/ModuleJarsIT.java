@@ -55,8 +55,8 @@ class ModuleJarsIT {
         ModuleDescriptor core = descriptor("reactive-core", "jmscclpp-core-0.1.0-SNAPSHOT.jar");
         assertFalse(core.isAutomatic());
         assertEquals(Set.of("org.jmscclpp.core", "org.jmscclpp.core.channel", "org.jmscclpp.core.collective",
-                        "org.jmscclpp.core.host", "org.jmscclpp.core.packet", "org.jmscclpp.core.proxy",
-                        "org.jmscclpp.core.semaphore"),
+                        "org.jmscclpp.core.host", "org.jmscclpp.core.metrics", "org.jmscclpp.core.metrics.micrometer",
+                        "org.jmscclpp.core.packet", "org.jmscclpp.core.proxy", "org.jmscclpp.core.semaphore"),
                 unqualifiedExports(core));
         assertEquals(Set.of("org.jmscclpp.bootstrap", "org.jmscclpp.nativebridge"), core.exports().stream()
                 .filter(e -> e.source().equals("org.jmscclpp.core.spi")).findFirst().orElseThrow().targets());
