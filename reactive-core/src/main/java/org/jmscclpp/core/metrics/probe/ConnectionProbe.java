@@ -2,6 +2,8 @@ package org.jmscclpp.core.metrics.probe;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.metrics.ConnectionMetrics;
 
@@ -63,54 +65,39 @@ final class ConnectionProbe implements ConnectionMetrics {
 
     @Override
     public synchronized long bytesWritten() {
-        long sum = bytes;
-        for (MeteredConnection c : open) {
-            sum += c.bytes.sum();
-        }
-        return sum;
+        return bytes + openSum(c -> c.bytes);
     }
 
     @Override
     public synchronized long writes() {
-        long sum = writes;
-        for (MeteredConnection c : open) {
-            sum += c.writes.sum();
-        }
-        return sum;
+        return writes + openSum(c -> c.writes);
     }
 
     @Override
     public synchronized long signals() {
-        long sum = signals;
-        for (MeteredConnection c : open) {
-            sum += c.signals.sum();
-        }
-        return sum;
+        return signals + openSum(c -> c.signals);
     }
 
     @Override
     public synchronized long flushes() {
-        long sum = flushes;
-        for (MeteredConnection c : open) {
-            sum += c.flushes.sum();
-        }
-        return sum;
+        return flushes + openSum(c -> c.flushes);
     }
 
     @Override
     public synchronized long flushErrors() {
-        long sum = flushErrors;
-        for (MeteredConnection c : open) {
-            sum += c.flushErrors.sum();
-        }
-        return sum;
+        return flushErrors + openSum(c -> c.flushErrors);
     }
 
     @Override
     public synchronized long flushNanos() {
-        long sum = flushNanos;
+        return flushNanos + openSum(c -> c.flushNanos);
+    }
+
+    /** What the open connections counted on one of their adders; the caller holds this. */
+    private long openSum(Function<MeteredConnection, LongAdder> counter) {
+        long sum = 0;
         for (MeteredConnection c : open) {
-            sum += c.flushNanos.sum();
+            sum += counter.apply(c).sum();
         }
         return sum;
     }
