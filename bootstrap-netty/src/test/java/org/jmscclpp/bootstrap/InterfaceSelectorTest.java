@@ -16,9 +16,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Handler;
 import java.util.logging.Level;
-import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.jmscclpp.bootstrap.InterfaceSelector.Family;
 import org.jmscclpp.bootstrap.InterfaceSelector.IfAddress;
@@ -26,6 +24,7 @@ import org.jmscclpp.bootstrap.InterfaceSelector.NetIf;
 import org.jmscclpp.bootstrap.InterfaceSelector.Selected;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.testkit.RecordingHandler;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
@@ -365,37 +364,23 @@ class InterfaceSelectorTest {
         NetIf other = up("en" + tag, "172.16.3.9/24");
         Logger jul = Logger.getLogger(InterfaceSelector.class.getName());
         java.util.logging.Level before = jul.getLevel();
-        List<LogRecord> records = new ArrayList<>();
-        Handler h = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                records.add(r);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
+        RecordingHandler h = new RecordingHandler();
         jul.setLevel(java.util.logging.Level.ALL);
         jul.addHandler(h);
         try {
             selector(LO, eth).select(null);
-            assertEquals(1, records.size());
-            assertEquals(Level.INFO, records.getFirst().getLevel());
-            assertTrue(records.getFirst().getMessage().contains("eth" + tag + " 192.168.1.5/24"),
-                    records.getFirst().getMessage());
+            assertEquals(1, h.records().size());
+            assertEquals(Level.INFO, h.records().getFirst().getLevel());
+            assertTrue(h.records().getFirst().getMessage().contains("eth" + tag + " 192.168.1.5/24"),
+                    h.records().getFirst().getMessage());
             selector(LO, eth).select(null);
-            assertEquals(2, records.size());
-            assertEquals(Level.FINE, records.get(1).getLevel(), "the same choice again is not announced twice");
+            assertEquals(2, h.records().size());
+            assertEquals(Level.FINE, h.records().get(1).getLevel(), "the same choice again is not announced twice");
             selector(LO, other).select(null);
-            assertEquals(3, records.size());
-            assertEquals(Level.INFO, records.get(2).getLevel(), "a different choice is announced");
+            assertEquals(3, h.records().size());
+            assertEquals(Level.INFO, h.records().get(2).getLevel(), "a different choice is announced");
             selector(LO).findBySubnet(ip("10.0.0.1"));
-            assertEquals(3, records.size(), "nothing found, nothing logged");
+            assertEquals(3, h.records().size(), "nothing found, nothing logged");
         } finally {
             jul.removeHandler(h);
             jul.setLevel(before);

@@ -25,15 +25,14 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
 import java.util.logging.Level;
-import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.jmscclpp.bootstrap.wire.Frame;
 import org.jmscclpp.bootstrap.wire.WireBytes;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.testkit.BootstrapChecks;
+import org.jmscclpp.testkit.RecordingHandler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -128,22 +127,8 @@ class JobSecretTest {
 
     @Test
     void theInsecureOptInRunsAndWarnsThatTheSecretComesFromTheAddress() {
-        List<LogRecord> records = new ArrayList<>();
         Logger logger = Logger.getLogger(TcpUniqueId.class.getName());
-        Handler capture = new Handler() {
-            @Override
-            public synchronized void publish(LogRecord r) {
-                records.add(r);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
+        RecordingHandler capture = new RecordingHandler();
         logger.addHandler(capture);
         try {
             BootstrapOptions options = env(BootstrapOptions.INSECURE_ENV, "1").build();
@@ -154,11 +139,8 @@ class JobSecretTest {
         } finally {
             logger.removeHandler(capture);
         }
-        List<String> warnings;
-        synchronized (capture) {
-            warnings = records.stream().filter(r -> r.getLevel() == Level.WARNING)
-                    .map(r -> MessageFormat.format(r.getMessage(), r.getParameters())).toList();
-        }
+        List<String> warnings = capture.records().stream().filter(r -> r.getLevel() == Level.WARNING)
+                .map(r -> MessageFormat.format(r.getMessage(), r.getParameters())).toList();
         assertEquals(2, warnings.size(), "one warning per rank: " + warnings);
         for (String w : warnings) {
             assertTrue(w.contains("derived from the root address") && w.contains("MSCCLPP_BOOTSTRAP_INSECURE"), w);

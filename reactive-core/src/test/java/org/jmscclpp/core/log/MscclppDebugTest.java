@@ -9,16 +9,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.text.MessageFormat;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.logging.Handler;
 import java.util.logging.Level;
-import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
 import org.jmscclpp.testkit.ChildJvm;
+import org.jmscclpp.testkit.RecordingHandler;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -150,21 +148,7 @@ class MscclppDebugTest {
 
     @Test
     void aJulHandlerOnOrgJmscclppGetsTheInfoLinesOfATwoRankJobInThisJvm() throws IOException {
-        List<LogRecord> records = new ArrayList<>();
-        Handler capture = new Handler() {
-            @Override
-            public synchronized void publish(LogRecord r) {
-                records.add(r);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
+        RecordingHandler capture = new RecordingHandler();
         Logger jmscclpp = Logger.getLogger("org.jmscclpp");
         Level before = jmscclpp.getLevel();
         jmscclpp.setLevel(Level.INFO);
@@ -175,13 +159,10 @@ class MscclppDebugTest {
             jmscclpp.removeHandler(capture);
             jmscclpp.setLevel(before);
         }
-        List<String> lines;
-        synchronized (capture) {
-            lines = records.stream().filter(r -> r.getLevel() == Level.INFO)
-                    .map(r -> r.getLoggerName() + " " + (r.getParameters() == null ? r.getMessage()
-                            : MessageFormat.format(r.getMessage(), r.getParameters())))
-                    .toList();
-        }
+        List<String> lines = capture.records().stream().filter(r -> r.getLevel() == Level.INFO)
+                .map(r -> r.getLoggerName() + " " + (r.getParameters() == null ? r.getMessage()
+                        : MessageFormat.format(r.getMessage(), r.getParameters())))
+                .toList();
         for (String rank : List.of("0", "1")) {
             assertTrue(lines.stream().anyMatch(l -> l.startsWith("org.jmscclpp.core.Mesh rank " + rank
                     + ": mesh connected: 1 peers over [HOST_IPC]")), lines::toString);
