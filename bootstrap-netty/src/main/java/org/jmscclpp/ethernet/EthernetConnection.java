@@ -380,9 +380,10 @@ final class EthernetConnection implements Connection {
     // ------------------------------------------------------------------ flushing
 
     /**
-     * Completes when the peer has acknowledged every WRITE and TOKEN frame sent before the call;
-     * {@link ErrorCode#TIMEOUT} after {@code timeout}, {@link ErrorCode#REMOTE_ERROR} when the peer
-     * rejected a frame or the connection broke, {@link ErrorCode#INVALID_USAGE} when closed.
+     * Completes when the peer has acknowledged every frame sent before the call (a SYNC asks for it
+     * where the last frame did not); {@link ErrorCode#TIMEOUT} after {@code timeout},
+     * {@link ErrorCode#REMOTE_ERROR} when the peer rejected a frame or the connection broke,
+     * {@link ErrorCode#INVALID_USAGE} when closed.
      */
     @Override
     public Mono<Void> flush(Duration timeout) {

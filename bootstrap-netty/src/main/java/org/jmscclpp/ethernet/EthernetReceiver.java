@@ -26,10 +26,11 @@ import org.jspecify.annotations.Nullable;
 /**
  * The listener's end of one {@link EthernetConnection}: runs the handshake of {@link EthernetWire}
  * (hello, challenge, the dialler's proof of the secret; a connection that fails it is closed at
- * once, unread), then reads the WRITE and TOKEN frames, applies each to a buffer registered with this session, and
- * acknowledges what it applied when a frame asks (see {@link EthernetWire}). Every check of a frame happens on its header, before any byte of
- * its body is stored; a frame that fails one ends this connection (an ERROR frame with the reason,
- * one log line, close) and leaves memory and every other connection as they were.
+ * once, unread), then reads the WRITE, TOKEN and SYNC frames, applies each to a buffer registered
+ * with this session, and acknowledges what it applied when a frame asks (see {@link EthernetWire}).
+ * Every check of a frame happens on its header, before any byte of its body is stored; a frame
+ * that fails one ends this connection (an ERROR frame with the reason, one log line, close) and
+ * leaves memory and every other connection as they were.
  *
  * <p>Bodies for host-accessible memory (the host backend's shared memory, pinned memory) are
  * read from the socket straight into the destination on the event loop: the socket's reads are
