@@ -15,6 +15,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.jmscclpp.bootstrap.wire.Frame;
 import org.jmscclpp.bootstrap.wire.FrameDecoder;
 import org.jmscclpp.bootstrap.wire.FrameEncoder;
@@ -57,6 +58,12 @@ final class PeerLinks {
 
         /** A connection to {@code peer} closed (normally or not). */
         void onClosed(int peer, Channel channel);
+
+        /**
+         * Dialling {@code peer} failed before any handshake: nothing listens at its address (its
+         * process is gone) or the network does not reach it. {@code error} names the peer.
+         */
+        void onUnreachable(int peer, JmscclppException error);
     }
 
     private static final class Link {
@@ -77,6 +84,8 @@ final class PeerLinks {
     private volatile @Nullable AddressBook book;
     private @Nullable Channel listener;
     private @Nullable JmscclppException failure;
+    /** Set with {@link #failure} when the failure is relayed: it also goes on connections made later. */
+    private @Nullable Consumer<Channel> relay;
     /** Connections whose handshake is not finished (accepted or dialled); closed by {@link #closeAll()}. */
     private final Set<Channel> handshaking = new HashSet<>();
     /** Set by {@link #closeAll()}: a bind or connection that completes later is closed at once. */
@@ -202,7 +211,7 @@ final class PeerLinks {
         }
     }
 
-    /** Connections currently open (for relaying failures and for goodbyes). */
+    /** Connections currently open. */
     synchronized List<Channel> allChannels() {
         List<Channel> all = new ArrayList<>();
         for (Link l : links) {
@@ -224,24 +233,36 @@ final class PeerLinks {
         }
     }
 
-    /** Fails every pending connection wait with {@code e}, and every later one. */
-    void failAll(JmscclppException e) {
+    /**
+     * Fails every pending connection wait with {@code e}, and every later one. A non-null
+     * {@code relay} (which writes the failure on a connection) runs first on every open
+     * connection, before any waiter hears of the failure, and on every connection registered
+     * later: a peer whose dial or accept completes after this rank failed hears of it too, before
+     * the goodbye of a close.
+     */
+    void failAll(JmscclppException e, @Nullable Consumer<Channel> relay) {
         List<OneShot<Channel>> waiting = new ArrayList<>();
+        List<Channel> open = new ArrayList<>();
         synchronized (this) {
             if (failure != null) {
                 return;
             }
             failure = e;
+            this.relay = relay;
             for (Link l : links) {
                 if (l == null) {
                     continue;
                 }
+                open.addAll(l.channels);
                 waiting.addAll(l.inboundWaiters);
                 l.inboundWaiters.clear();
                 if (l.connecting != null) {
                     waiting.add(l.connecting);
                 }
             }
+        }
+        if (relay != null) {
+            open.forEach(relay);
         }
         session.fail(e);
         for (OneShot<Channel> w : waiting) {
@@ -362,10 +383,13 @@ final class PeerLinks {
                     }
                 })
                 .connect(address);
-        NettyFutures.toMono(connecting).subscribe(ch -> { }, error -> result.fail(JmscclppException.builder(
-                        ErrorCode.REMOTE_ERROR, "cannot connect to rank " + peer + " at " + address + ": "
-                                + error.getMessage())
-                .rank(rank).peer(peer).phase("connect").cause(error).build()));
+        NettyFutures.toMono(connecting).subscribe(ch -> { }, error -> {
+            JmscclppException e = JmscclppException.builder(ErrorCode.REMOTE_ERROR, "cannot connect to rank " + peer
+                    + " at " + address + ": " + error.getMessage()).rank(rank).peer(peer).phase("connect")
+                    .cause(error).build();
+            result.fail(e);
+            events.onUnreachable(peer, e);
+        });
     }
 
     private Mono<PreambleHandler.Answer> acceptInbound(ChannelHandlerContext ctx, Preamble p) {
@@ -423,6 +447,7 @@ final class PeerLinks {
 
     private void register(int peer, Channel ch) {
         List<OneShot<Channel>> waiters;
+        Consumer<Channel> lateRelay;
         synchronized (this) {
             handshaking.remove(ch);
             if (closed) {
@@ -434,6 +459,10 @@ final class PeerLinks {
             link.channels.add(ch);
             waiters = new ArrayList<>(link.inboundWaiters);
             link.inboundWaiters.clear();
+            lateRelay = relay;
+        }
+        if (lateRelay != null) {
+            lateRelay.accept(ch);
         }
         NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> events.onClosed(peer, ch));
         for (OneShot<Channel> w : waiters) {

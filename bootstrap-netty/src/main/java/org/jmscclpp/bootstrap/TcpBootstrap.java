@@ -108,6 +108,8 @@ public final class TcpBootstrap implements Bootstrap {
     private boolean shrunk;
     private @Nullable OneShot<Welcome> welcome;
     private volatile @Nullable JmscclppException failure;
+    /** Set once {@link #fail} began; {@link #failure} is set only once the failure's relay is queued. */
+    private boolean failing;
     /** Emits {@link #failure} once it is set. */
     private final OneShot<JmscclppException> failed = new OneShot<>();
     private volatile @Nullable AddressBook book;
@@ -836,10 +838,10 @@ public final class TcpBootstrap implements Bootstrap {
                     sink.error(located(known != null ? known : err, ctx));
                 }
             };
-            // A connection that is gone (refused, reset, closed) means its peer died, failed or
-            // left. When the job failed, the news of the rank that died first travels as relayed
-            // failures, maybe over other connections and a little later: wait for it, at most the
-            // drain window, before reporting the lost connection itself.
+            // A connection that is gone (reset, closed) means its peer died, failed or left. When the
+            // job failed, the news of the rank that died first travels as relayed failures, maybe
+            // over other connections and a little later: wait for it, at most the drain window,
+            // before reporting the lost connection itself.
             Consumer<Throwable> reportAfterNews = err -> {
                 if (failure != null) {
                     reportError.accept(err);
@@ -905,8 +907,10 @@ public final class TcpBootstrap implements Bootstrap {
                     ch.eventLoop().execute(write);
                 }
             }, err -> {
-                if (err.getCause() instanceof ConnectException) {
-                    reportAfterNews.accept(err);
+                if (err.getCause() instanceof ConnectException && !mailboxes().hasDeparted(peer)) {
+                    // the links reported the refused dial (onUnreachable), which fails the job
+                    // within the drain window unless other news comes first
+                    failed.mono().subscribe(news -> reportError.accept(err));
                 } else {
                     reportError.accept(err);
                 }
@@ -989,6 +993,32 @@ public final class TcpBootstrap implements Bootstrap {
                             + " without a goodbye (its process died or the network failed)")
                     .rank(rank).peer(peer).phase("connection").build(), true);
         }
+
+        /**
+         * A peer that does not take connections is gone while the job needs it: unless news of an
+         * earlier failure comes within the drain window (it names the rank that died first), the
+         * job fails naming it and the news goes to every connected peer. Whoever waits on that peer
+         * (a send that dialled it, a receive that never will be served) ends with that failure,
+         * and a rank whose operation failed relays it before its goodbye.
+         */
+        @Override
+        public void onUnreachable(int peer, JmscclppException error) {
+            Runnable failUnlessNews = () -> {
+                synchronized (TcpBootstrap.this) {
+                    if (state == State.CLOSED || failure != null || mailboxes().hasDeparted(peer)) {
+                        return;
+                    }
+                }
+                fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR, "rank " + peer + " is unreachable ("
+                        + error.detail() + "): its process died or the network failed").rank(rank).peer(peer)
+                        .phase("connection").cause(error.getCause()).build(), true);
+            };
+            try {
+                timers().schedule(failUnlessNews, PeerLinks.DRAIN_AFTER_FAILURE_MS, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException e) {
+                // the timers are going: this bootstrap is closing
+            }
+        }
     }
 
     /** Set on a connection whose peer sent its goodbye: no frame follows on it. */
@@ -1022,24 +1052,24 @@ public final class TcpBootstrap implements Bootstrap {
     private void fail(JmscclppException e, boolean relay) {
         OneShot<Welcome> w;
         synchronized (this) {
-            if (failure != null) {
+            if (failing) {
                 return;
             }
-            failure = e;
+            failing = true;
             w = welcome;
         }
-        // The relay is queued on each connection before anyone hears of the failure: a caller woken
-        // below may close this bootstrap at once, and its goodbyes must follow the failure frames.
-        if (links != null && relay) {
-            if (e.code() != ErrorCode.ABORTED || e.rank() == rank) {
-                LOG.log(Level.WARNING, "rank {0}: {1}", rank, e.getMessage());
-            }
-            for (Channel ch : links.allChannels()) {
-                ch.eventLoop().execute(() -> {
-                    ch.writeAndFlush(new Frame(Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e)),
-                            ch.voidPromise());
-                });
-            }
+        // The relay is queued on each connection (and on any made later) before anyone can hear of
+        // the failure, the failure field included: a caller who hears may close this bootstrap at
+        // once, and its goodbyes must follow the failure frames, or the peers would take this
+        // rank's departure for the news and never learn which rank failed first.
+        if (links != null) {
+            links.failAll(e.withRank(rank), relay ? ch -> ch.eventLoop().execute(() -> ch.writeAndFlush(
+                    new Frame(Frame.FAILURE, Frame.LAST, e.code().ordinal(), Failure.encode(e)), ch.voidPromise()))
+                    : null);
+        }
+        failure = e;
+        if (links != null && relay && (e.code() != ErrorCode.ABORTED || e.rank() == rank)) {
+            LOG.log(Level.WARNING, "rank {0}: {1}", rank, e.getMessage());
         }
         failed.succeed(e);
         if (w != null) {
@@ -1049,9 +1079,6 @@ public final class TcpBootstrap implements Bootstrap {
             mailboxes.failAll(ctx -> JmscclppException.builder(e.code(), e.detail()).rank(rank)
                     .peer(e.peer() != JmscclppException.NONE ? e.peer() : ctx.peer()).tag(ctx.tag())
                     .phase(ctx.phase()).build());
-        }
-        if (links != null) {
-            links.failAll(e.withRank(rank));
         }
     }
 
