@@ -260,9 +260,13 @@ public final class TcpBootstrap implements Bootstrap {
                     ready(t0, marks, listenAt);
                     return this;
                 }));
-        // On cancel the steps are cancelled first and the bootstrap closed after (doFinally): the
-        // close fails the steps in flight, and that error must find nobody listening, else
-        // Reactor drops it and logs it as an error.
+        // On cancel the steps are cancelled first and the bootstrap closed after (doFinally). A
+        // step can still be starting on an event loop while the cancel runs (the listen completed
+        // and checkIn is entered just as the cancel closes), and it then fails with "closed
+        // during initialize" towards a subscriber that is gone: Reactor would drop that error and
+        // log it. The cancel is marked before the close, so such an error becomes an empty end
+        // that nobody sees.
+        AtomicBoolean cancelled = new AtomicBoolean();
         return init
                 .onErrorMap(this::unwrap)
                 .doOnError(e -> close((JmscclppException) e))
@@ -270,7 +274,9 @@ public final class TcpBootstrap implements Bootstrap {
                     if (signal == SignalType.CANCEL) {
                         close();
                     }
-                });
+                })
+                .doOnCancel(() -> cancelled.set(true))
+                .onErrorResume(e -> cancelled.get(), e -> Mono.empty());
     }
 
     /**
