@@ -500,6 +500,67 @@ public final class Reductions {
     // Integers of 1 and 4 bytes, in int lanes: sign- or zero-extended, so that signed Math.min/max
     // order them; uint32 is offset by 2^31 (the sign bit flipped) while it is compared.
 
+    /**
+     * Converts {@code count} values of a floating {@code type} at {@code srcOffset} to float32 at
+     * {@code dstOffset} (exact: every fp16, bf16 and fp8 value is a float32). With
+     * {@link #fromFloat32}, lets a reduction that runs in several steps accumulate in float32 and
+     * round to the type once, as a single-step reduction does.
+     *
+     * @throws IllegalArgumentException when {@code type} is not FLOAT16, BFLOAT16, FP8_E4M3, FP8_E5M2
+     *                                  or FLOAT32, or a range is outside its segment
+     */
+    public static void toFloat32(DataType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset,
+                                 long count) {
+        checkConversion(type, src, srcOffset, dst, dstOffset, count);
+        int size = type.bytes();
+        int block = (int) Math.min(Math.max(count, 1), BLOCK);
+        float[] values = new float[block];
+        short[] shorts = new short[size == 2 ? block : 0];
+        byte[] bytes = new byte[size == 1 ? block : 0];
+        for (long done = 0; done < count; done += block) {
+            int len = (int) Math.min(block, count - done);
+            loadFloats(type, src, srcOffset + done * size, values, shorts, bytes, len);
+            MemorySegment.copy(values, 0, dst, FLOAT, dstOffset + done * 4, len);
+        }
+    }
+
+    /**
+     * Converts {@code count} float32 values at {@code srcOffset} to {@code type} at
+     * {@code dstOffset}, each rounded once (to nearest even; NaN stays NaN), as a reduction stores
+     * its result.
+     *
+     * @throws IllegalArgumentException as {@link #toFloat32}
+     */
+    public static void fromFloat32(DataType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset,
+                                   long count) {
+        checkConversion(type, dst, dstOffset, src, srcOffset, count);
+        int size = type.bytes();
+        int block = (int) Math.min(Math.max(count, 1), BLOCK);
+        float[] values = new float[block];
+        short[] shorts = new short[size == 2 ? block : 0];
+        byte[] bytes = new byte[size == 1 ? block : 0];
+        for (long done = 0; done < count; done += block) {
+            int len = (int) Math.min(block, count - done);
+            MemorySegment.copy(src, FLOAT, srcOffset + done * 4, values, 0, len);
+            storeFloats(type, values, shorts, bytes, dst, dstOffset + done * size, len);
+        }
+    }
+
+    private static void checkConversion(DataType type, MemorySegment narrow, long narrowOffset, MemorySegment wide,
+                                        long wideOffset, long count) {
+        switch (type) {
+            case FLOAT16, BFLOAT16, FP8_E4M3, FP8_E5M2, FLOAT32 -> { }
+            default -> throw new IllegalArgumentException("not a float32-widenable type: " + type);
+        }
+        if (count < 0 || narrowOffset < 0 || wideOffset < 0
+                || narrowOffset > narrow.byteSize() - count * type.bytes()
+                || wideOffset > wide.byteSize() - count * 4) {
+            throw new IllegalArgumentException("range outside its segment: " + count + " values of " + type + " at "
+                    + narrowOffset + " of " + narrow.byteSize() + " bytes, as float32 at " + wideOffset + " of "
+                    + wide.byteSize() + " bytes");
+        }
+    }
+
     private static void reduceInts(DataType type, ReduceOp op, MemorySegment[] sources, long[] offsets,
                                    MemorySegment dst, long dstOffset, long count) {
         int size = type.bytes();
@@ -701,41 +762,46 @@ public final class Reductions {
                     acc[i] /= d;
                 }
             }
-            long at = dstOffset + done * size;
-            // Float.floatToIntBits gives every NaN as the canonical 0x7FC00000
-            switch (type) {
-                case FLOAT32 -> {
-                    for (int i = 0; i < len; i++) {
-                        if (acc[i] != acc[i]) {
-                            acc[i] = Float.NaN;
-                        }
+            storeFloats(type, acc, shorts, bytes, dst, dstOffset + done * size, len);
+        }
+    }
+
+    /** Stores {@code len} accumulated values into {@code dst} at {@code at}, each rounded once to {@code type}. */
+    private static void storeFloats(DataType type, float[] acc, short[] shorts, byte[] bytes, MemorySegment dst,
+                                    long at, int len) {
+        // Float.floatToIntBits gives every NaN as the canonical 0x7FC00000
+        switch (type) {
+            case FLOAT32 -> {
+                for (int i = 0; i < len; i++) {
+                    if (acc[i] != acc[i]) {
+                        acc[i] = Float.NaN;
                     }
-                    MemorySegment.copy(acc, 0, dst, FLOAT, at, len);
                 }
-                case FLOAT16 -> {
-                    for (int i = 0; i < len; i++) {
-                        shorts[i] = (short) bitsToFp16(Float.floatToIntBits(acc[i]));
-                    }
-                    MemorySegment.copy(shorts, 0, dst, SHORT, at, len);
+                MemorySegment.copy(acc, 0, dst, FLOAT, at, len);
+            }
+            case FLOAT16 -> {
+                for (int i = 0; i < len; i++) {
+                    shorts[i] = (short) bitsToFp16(Float.floatToIntBits(acc[i]));
                 }
-                case BFLOAT16 -> {
-                    for (int i = 0; i < len; i++) {
-                        shorts[i] = (short) bitsToBf16(Float.floatToIntBits(acc[i]));
-                    }
-                    MemorySegment.copy(shorts, 0, dst, SHORT, at, len);
+                MemorySegment.copy(shorts, 0, dst, SHORT, at, len);
+            }
+            case BFLOAT16 -> {
+                for (int i = 0; i < len; i++) {
+                    shorts[i] = (short) bitsToBf16(Float.floatToIntBits(acc[i]));
                 }
-                case FP8_E4M3 -> {
-                    for (int i = 0; i < len; i++) {
-                        bytes[i] = (byte) bitsToE4m3(Float.floatToIntBits(acc[i]));
-                    }
-                    MemorySegment.copy(bytes, 0, dst, BYTE, at, len);
+                MemorySegment.copy(shorts, 0, dst, SHORT, at, len);
+            }
+            case FP8_E4M3 -> {
+                for (int i = 0; i < len; i++) {
+                    bytes[i] = (byte) bitsToE4m3(Float.floatToIntBits(acc[i]));
                 }
-                default -> {
-                    for (int i = 0; i < len; i++) {
-                        bytes[i] = (byte) bitsToE5m2(Float.floatToIntBits(acc[i]));
-                    }
-                    MemorySegment.copy(bytes, 0, dst, BYTE, at, len);
+                MemorySegment.copy(bytes, 0, dst, BYTE, at, len);
+            }
+            default -> {
+                for (int i = 0; i < len; i++) {
+                    bytes[i] = (byte) bitsToE5m2(Float.floatToIntBits(acc[i]));
                 }
+                MemorySegment.copy(bytes, 0, dst, BYTE, at, len);
             }
         }
     }

@@ -371,6 +371,81 @@ class ReductionsTest {
         }
     }
 
+    /**
+     * The bulk conversions that let a reduction in steps accumulate in float32: every code of each
+     * narrow type widens to the scalar conversion's value, and float32 values (the codes' own, their
+     * midpoints' neighbours and random ones) narrow as the scalar conversions round them.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = DataType.class, names = {"FLOAT16", "BFLOAT16", "FP8_E4M3", "FP8_E5M2"})
+    void bulkConversionsToAndFromFloat32AgreeWithTheScalarOnes(DataType type) {
+        int codes = type.bytes() == 2 ? 0x10000 : 0x100;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment narrow = arena.allocate((long) codes * type.bytes() + 3);
+            MemorySegment wide = arena.allocate(codes * 4L + 8);
+            for (int c = 0; c < codes; c++) {
+                if (type.bytes() == 2) {
+                    narrow.set(SHORT, 3 + 2L * c, (short) c);
+                } else {
+                    narrow.set(ValueLayout.JAVA_BYTE, 3 + c, (byte) c);
+                }
+            }
+            Reductions.toFloat32(type, narrow, 3, wide, 8, codes);
+            Random random = new Random(7);
+            for (int c = 0; c < codes; c++) {
+                float want = scalarToFloat(type, c);
+                float got = wide.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 8 + 4L * c);
+                if (Float.isNaN(want)) {
+                    assertTrue(Float.isNaN(got), type + " code " + c);
+                } else {
+                    assertEquals(Float.floatToRawIntBits(want), Float.floatToRawIntBits(got), type + " code " + c);
+                }
+                // replace it by a float near it, so the narrowing rounds
+                float near = switch (random.nextInt(3)) {
+                    case 0 -> got;
+                    case 1 -> Math.nextUp(got) * (1 + random.nextFloat() / 8);
+                    default -> (random.nextFloat() - 0.5f) * 1e4f;
+                };
+                wide.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 8 + 4L * c, near);
+            }
+            Reductions.fromFloat32(type, wide, 8, narrow, 3, codes);
+            for (int c = 0; c < codes; c++) {
+                float from = wide.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 8 + 4L * c);
+                int got = type.bytes() == 2 ? narrow.get(SHORT, 3 + 2L * c) & 0xFFFF
+                        : narrow.get(ValueLayout.JAVA_BYTE, 3 + c) & 0xFF;
+                if (Float.isNaN(from)) {
+                    assertTrue(Float.isNaN(scalarToFloat(type, got)), type + " NaN stays NaN");
+                } else {
+                    assertEquals(scalarFromFloat(type, from), got, type + " from " + from);
+                }
+            }
+            assertThrows(IllegalArgumentException.class,
+                    () -> Reductions.toFloat32(type, narrow, 4, wide, 8, codes), "past the narrow segment's end");
+            assertThrows(IllegalArgumentException.class,
+                    () -> Reductions.fromFloat32(type, wide, 12, narrow, 3, codes), "past the wide segment's end");
+        }
+        assertThrows(IllegalArgumentException.class, () -> Reductions.toFloat32(DataType.INT32, MemorySegment.NULL, 0,
+                MemorySegment.NULL, 0, 0), "not a float type");
+    }
+
+    private static float scalarToFloat(DataType type, int code) {
+        return switch (type) {
+            case FLOAT16 -> Reductions.fp16ToFloat((short) code);
+            case BFLOAT16 -> Reductions.bf16ToFloat((short) code);
+            case FP8_E4M3 -> Reductions.fp8E4m3ToFloat((byte) code);
+            default -> Reductions.fp8E5m2ToFloat((byte) code);
+        };
+    }
+
+    private static int scalarFromFloat(DataType type, float value) {
+        return switch (type) {
+            case FLOAT16 -> Reductions.floatToFp16(value) & 0xFFFF;
+            case BFLOAT16 -> Reductions.floatToBf16(value) & 0xFFFF;
+            case FP8_E4M3 -> Reductions.floatToFp8E4m3(value) & 0xFF;
+            default -> Reductions.floatToFp8E5m2(value) & 0xFF;
+        };
+    }
+
     @Test
     void fp16AndBf16RoundToNearestEvenAtEveryMidpoint() {
         for (int c = 0; c < 0x7C00; c++) {
