@@ -264,6 +264,11 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
 
     @Override
     protected void checkBuffer(DeviceBuffer buffer, String which) {
+        checkHostBuffer(backend, rank, buffer, which);
+    }
+
+    /** INVALID_USAGE unless {@code buffer} is {@code backend}'s shared memory or a wrapped host segment. */
+    static void checkHostBuffer(HostBackend backend, int rank, DeviceBuffer buffer, String which) {
         DeviceBuffer root = DeviceBufferSlice.root(buffer);
         boolean ours = root instanceof SharedMemoryBuffer s && s.backend() == backend;
         if (!ours && (!buffer.hostAccessible() || buffer.device().type() != DeviceType.CPU)) {

@@ -1,6 +1,7 @@
 package org.jmscclpp.core.host;
 
 import java.util.List;
+import java.util.stream.Stream;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.collective.Algorithm;
 import org.jmscclpp.core.collective.CollectiveComm;
@@ -28,14 +29,24 @@ public final class HostCollectiveEngine implements CollectiveEngine {
         return "host";
     }
 
+    /** The algorithms of one host, then those of jobs that span hosts ({@link HierarchicalHostComm}). */
     @Override
     public List<Algorithm> algorithms() {
-        return HostCollectiveComm.ALGORITHMS;
+        return Stream.concat(HostCollectiveComm.ALGORITHMS.stream(), HierarchicalHostComm.ALGORITHMS.stream()).toList();
     }
 
+    /**
+     * A communicator whose ranks share one host gets the shared-memory collectives; one whose
+     * ranks span hosts (the bootstrap counts fewer ranks on this host than in the job) the
+     * hierarchical ones.
+     */
     @Override
     public Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options) {
-        return Mono.defer(() -> HostCollectiveComm.create(communicator, options,
-                TuningTable.read(HostCollectiveEngine.class.getResourceAsStream("/" + TUNING), TUNING)));
+        return Mono.defer(() -> {
+            TuningTable tuning = TuningTable.read(HostCollectiveEngine.class.getResourceAsStream("/" + TUNING), TUNING);
+            return communicator.bootstrap().nRanksPerNode() < communicator.size()
+                    ? HierarchicalHostComm.create(communicator, options, tuning)
+                    : HostCollectiveComm.create(communicator, options, tuning);
+        });
     }
 }
