@@ -5,6 +5,7 @@ import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
 import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
@@ -15,8 +16,9 @@ import org.jmscclpp.core.host.HostBackend;
  * backend (shared memory between processes), runs each kind named on the command line
  * ({@code ALL_REDUCE}, {@code SEND} for sendrecv, ...) through the library's collective
  * communicator on a few counts, types and reductions, in and out of place, on registered buffers
- * and on staged ones, each run checked by {@link CollectiveData}, and prints
- * {@code rank R: N runs checked, W wrong}; exits 1 when an element was wrong.
+ * and on staged ones, each run checked by {@link CollectiveData}, and prints the algorithm an
+ * allReduce gets ({@code rank R: allReduce runs NAME}) and {@code rank R: N runs checked, W wrong};
+ * exits 1 when an element was wrong.
  */
 public final class HostCollectiveRankMain {
 
@@ -50,6 +52,8 @@ public final class HostCollectiveRankMain {
                  CollectiveData data = CollectiveData.create(backend, null, rank, timeout);
                  CollectiveJob job = CollectiveJob.open(comm, CollectiveKind.ALL_REDUCE, null, timeout)) {
                 Blocking.done(registered.register(job.comm()), timeout, rank, "register");
+                System.out.println("rank " + rank + ": allReduce runs " + job.comm().algorithmFor(CollectiveCall.allReduce(
+                        null, null, COUNTS[0], DataType.INT32, ReduceOp.SUM)).name());
                 for (String name : args) {
                     CollectiveKind kind = CollectiveKind.valueOf(name);
                     for (DataType type : TYPES) {
