@@ -1,6 +1,7 @@
 package org.jmscclpp.core.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -12,6 +13,8 @@ import java.util.function.IntFunction;
 import java.util.function.IntUnaryOperator;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
@@ -22,10 +25,12 @@ import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.testkit.CollectiveReference;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Signal;
 
 /**
  * The host engine's whole matrix: every kind × every type × every reduction × in place and out of
@@ -47,6 +52,11 @@ class HostCollectivesTest {
     static final byte POISON = (byte) 0x5A;
     static final Duration LIMIT = Duration.ofSeconds(120);
 
+    static TuningTable hostTuning() {
+        return TuningTable.read(HostCollectiveEngine.class.getResourceAsStream("/" + HostCollectiveEngine.TUNING),
+                HostCollectiveEngine.TUNING);
+    }
+
     /** One job of n ranks in this JVM. */
     static final class Job implements AutoCloseable {
         final int n;
@@ -67,8 +77,7 @@ class HostCollectivesTest {
             this.n = n;
             this.bootstraps = InMemoryBootstrap.group(n);
             List<Mono<CollectiveComm>> setups = new ArrayList<>();
-            TuningTable tuning = TuningTable.read(HostCollectiveEngine.class.getResourceAsStream(
-                    "/" + HostCollectiveEngine.TUNING), HostCollectiveEngine.TUNING);
+            TuningTable tuning = hostTuning();
             for (int r = 0; r < n; r++) {
                 HostBackend b = HostBackend.open();
                 backends.add(b);
@@ -117,6 +126,41 @@ class HostCollectivesTest {
     @CsvSource({"4, 2", "3, 3"})
     void everyCallSpanningHosts(int n, int hosts) {
         everyCall(n, false, r -> r % hosts);
+    }
+
+    /** Hosts of 2 and 1 ranks: every rank's setup fails with INVALID_USAGE naming both hosts' ranks. */
+    @Test
+    void hostsHoldingDifferentRankCountsFailEveryRanksSetup() {
+        int n = 3;
+        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
+        List<HostBackend> backends = new ArrayList<>();
+        List<Communicator> communicators = new ArrayList<>();
+        try {
+            List<Mono<Signal<CollectiveComm>>> setups = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                backends.add(HostBackend.open());
+                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
+                long hash = 0x5EED0000L + r % 2;
+                setups.add(HierarchicalHostComm.create(communicators.get(r), CollectiveOptions.defaults(), hostTuning(),
+                        () -> hash).materialize());
+            }
+            List<Signal<CollectiveComm>> results = Flux.mergeSequential(setups).collectList().block(LIMIT);
+            for (int r = 0; r < n; r++) {
+                Signal<CollectiveComm> result = results.get(r);
+                if (result.get() != null) {
+                    result.get().close();
+                }
+                JmscclppException e = assertInstanceOf(JmscclppException.class, result.getThrowable(), "rank " + r);
+                assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.toString());
+                assertEquals(r, e.rank(), e.toString());
+                assertTrue(e.getMessage().contains("the host of ranks [0, 2] holds 2, the host of ranks [1] holds 1"),
+                        e.getMessage());
+            }
+        } finally {
+            communicators.forEach(Communicator::close);
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
     }
 
     private static void everyCall(int n, boolean registered, @Nullable IntUnaryOperator hostOf) {
