@@ -51,12 +51,12 @@ public final class EthernetTransportProvider implements TransportProvider {
     /**
      * Binds on the address a {@link TcpBootstrap} listens on, so ETHERNET uses the interface, family
      * and scope the job chose (a job over {@code [::1]} or a link-local address stays there), on the
-     * event-loop group the service supplied to it, if any; any other bootstrap gets
-     * {@link #open(Backend)}'s choice.
+     * event-loop group the service supplied to it, if any (also for a view of some of its ranks:
+     * {@link Bootstrap#base()}); any other bootstrap gets {@link #open(Backend)}'s choice.
      */
     @Override
     public Session open(Backend backend, Bootstrap bootstrap) {
-        if (bootstrap instanceof TcpBootstrap tcp) {
+        if (bootstrap.base() instanceof TcpBootstrap tcp) {
             return new EthernetSession(backend, tcp.localAddress().getAddress(), tcp.options().eventLoopGroup());
         }
         return open(backend);

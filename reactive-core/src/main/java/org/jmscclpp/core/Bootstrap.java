@@ -117,6 +117,15 @@ public interface Bootstrap extends AutoCloseable {
                 + " cannot shrink").rank(rank()).phase("shrink").build());
     }
 
+    /**
+     * The bootstrap this one is a view of (one that groups some of another's ranks and travels on
+     * its connections), else this one: transports that follow the bootstrap's choice of interface
+     * look at it. Views override it; every other bootstrap keeps the default.
+     */
+    default Bootstrap base() {
+        return this;
+    }
+
     /** Releases every socket, thread and buffer. Pending operations fail; calling it twice is harmless. */
     @Override
     void close();

@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 import org.jmscclpp.core.Bootstrap;
@@ -22,6 +23,7 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.collective.AbstractCollectiveComm;
 import org.jmscclpp.core.collective.Algorithm;
@@ -68,19 +70,19 @@ import reactor.core.publisher.Sinks;
  *       host's local rank {@code j}; each rail then exchanges those blocks, and every rank places
  *       what came.</li>
  *   <li>send/recv: over the host's shared memory when both ranks share a host; otherwise over the
- *       bootstrap's connection between them, the receiver checking the sender's descriptor and
- *       answering before any data moves.</li>
+ *       bootstrap's connection between them (messages of at most {@value #CHUNK} bytes), the
+ *       receiver checking the sender's descriptor and answering before any data moves.</li>
  * </ul>
- * The steps between hosts run over the bootstrap's TCP connections (messages of at most
- * {@value #CHUNK} bytes), not yet over PortChannels; calls are always staged (registering a buffer
- * is accepted and changes nothing). Before every collective call the ranks compare their
+ * The steps between hosts run on a {@link HostRail}: one-sided writes and semaphore signals over
+ * {@code ETHERNET} connections between the rail's members. Calls are always staged (registering a
+ * buffer is accepted and changes nothing). Before every collective call the ranks compare their
  * descriptors over the bootstrap; ranks that disagree fail with INVALID_USAGE naming them.
  * Calls run one batch at a time on a virtual thread, in issue order.
  */
 final class HierarchicalHostComm extends AbstractCollectiveComm {
 
     static final String TOPOLOGY = "hosts";
-    /** Largest message of a step between hosts. */
+    /** Largest bootstrap message of a send or receive between hosts. */
     static final int CHUNK = 4 << 20;
 
     static final List<Algorithm> ALGORITHMS = List.of(
@@ -99,11 +101,10 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             new Algorithm(CollectiveKind.RECV, "hier", 17,
                     "shared memory inside a host, the bootstrap's connection between hosts"));
 
-    /** Bootstrap tags (this prefix | the options' tag): descriptors of collectives, point-to-point messages, rail steps. */
+    /** Bootstrap tags (this prefix | the options' tag): descriptors of collectives, point-to-point messages and their answers. */
     private static final int DESCRIPTOR_TAGS = 0x4E000000;
     private static final int P2P_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
-    private static final int RAIL_TAGS = 0x50000000;
 
     private final HostBackend backend;
     private final Bootstrap bootstrap;
@@ -117,13 +118,13 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     private final int local;
     private final Communicator hostCommunicator;
     private final CollectiveComm hostComm;
-    private final SubsetBootstrap rail;
+    private final HostRail rail;
     private final ExecutorService worker;
     private final Scratch scratch = new Scratch();
 
     private HierarchicalHostComm(Communicator communicator, CollectiveOptions options, HostBackend backend,
                                  TuningTable tuning, int[][] ranksOf, Communicator hostCommunicator,
-                                 CollectiveComm hostComm, SubsetBootstrap rail) {
+                                 CollectiveComm hostComm, HostRail rail) {
         super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
         this.backend = backend;
         this.bootstrap = communicator.bootstrap();
@@ -173,17 +174,20 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     }
 
     static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
-        return create(communicator, options, tuning, HostIdentity::hostHash);
+        return create(communicator, options, tuning, HostIdentity::hostHash, Transport.ETHERNET);
     }
 
-    /** As above, with {@code hostHash} telling this rank's host (tests split one host into several). */
+    /**
+     * As above, with {@code hostHash} telling this rank's host and {@code railTransport} carrying the
+     * steps between hosts (tests split one host into several, and connect them over HOST_IPC).
+     */
     static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning,
-                                       LongSupplier hostHash) {
-        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, hostHash.getAsLong()));
+                                       LongSupplier hostHash, Transport railTransport) {
+        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, hostHash.getAsLong(), railTransport));
     }
 
     private static HierarchicalHostComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning,
-                                              long hostHash) {
+                                              long hostHash, Transport railTransport) {
         int rank = communicator.rank();
         String phase = "collective setup";
         if (!(communicator.backend() instanceof HostBackend backend)) {
@@ -215,15 +219,26 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         }
         SubsetBootstrap hostBootstrap = new SubsetBootstrap(bs, ranksOf[host], ranksOf[host].length);
         Communicator hostCommunicator = Communicator.create(hostBootstrap, backend);
+        List<AutoCloseable> made = new ArrayList<>(List.of(hostCommunicator));
         try {
             CollectiveComm hostComm = Objects.requireNonNull(HostCollectiveComm.create(hostCommunicator, options,
                     tuning).timeout(timeout.plusSeconds(5)).block());
+            made.addFirst(hostComm);
+            // the rail's waits end with the job's failure, as the collective communicator's watch sees it
+            AtomicReference<@Nullable HierarchicalHostComm> self = new AtomicReference<>();
+            HostRail rail = HostRail.open(new SubsetBootstrap(bs, railMembers, 1), backend, railTransport, timeout,
+                    () -> {
+                        HierarchicalHostComm c = self.get();
+                        return c == null ? null : c.peerFailure();
+                    });
+            made.addFirst(rail);
             HierarchicalHostComm comm = new HierarchicalHostComm(communicator, options, backend, tuning, ranksOf,
-                    hostCommunicator, hostComm, new SubsetBootstrap(bs, railMembers, 1));
+                    hostCommunicator, hostComm, rail);
+            self.set(comm);
             comm.startWatch();
             return comm;
         } catch (RuntimeException e) {
-            Closeables.closeAll(List.of(hostCommunicator), e);
+            Closeables.closeAll(made, e);
             throw e;
         }
     }
@@ -266,7 +281,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        Closeables.closeAll(List.of(hostComm, hostCommunicator, scratch));
+        Closeables.closeAll(List.of(rail, hostComm, hostCommunicator, scratch));
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -475,41 +490,10 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         }
     }
 
-    /**
-     * One step between hosts on this rank's rail: sends {@code bytes} of {@code out(p)} to every
-     * other rail member {@code p} and receives as many from each into {@code in(p)}; with a
-     * {@code from} of 0 or more, only that member sends, to every other.
-     */
+    /** One step between hosts on this rank's rail: {@link HostRail#exchange}. */
     private void railExchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from,
                               long deadline) {
-        int me = rail.rank();
-        int tag = RAIL_TAGS | (options.tag() & 0xFFFFFF);
-        for (long off = 0; off < bytes; off += CHUNK) {
-            long at = off;
-            int n = (int) Math.min(CHUNK, bytes - off);
-            List<Mono<?>> steps = new ArrayList<>();
-            for (int p = 0; p < hosts; p++) {
-                if (p == me) {
-                    continue;
-                }
-                int peer = p;
-                if (from < 0 || from == me) {
-                    byte[] data = out.apply(peer).asSlice(at, n).toArray(ValueLayout.JAVA_BYTE);
-                    steps.add(rail.send(peer, tag, data, left(deadline)));
-                }
-                if (from < 0 || from == peer) {
-                    steps.add(rail.recv(peer, tag, left(deadline)).doOnNext(data -> {
-                        if (data.length != n) {
-                            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + rail.member(peer)
-                                    + " sent " + data.length + " bytes of a step between hosts, expected " + n)
-                                    .rank(rank).peer(rail.member(peer)).phase("collective").build();
-                        }
-                        MemorySegment.copy(MemorySegment.ofArray(data), 0, in.apply(peer), at, n);
-                    }));
-                }
-            }
-            await(Mono.when(steps), deadline, "a step between hosts");
-        }
+        rail.exchange(bytes, out, in, from, deadline);
     }
 
     /**

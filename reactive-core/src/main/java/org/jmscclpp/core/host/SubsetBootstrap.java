@@ -152,6 +152,11 @@ final class SubsetBootstrap implements Bootstrap {
     }
 
     @Override
+    public Bootstrap base() {
+        return parent.base();
+    }
+
+    @Override
     public Mono<JmscclppException> failure() {
         return parent.failure();
     }

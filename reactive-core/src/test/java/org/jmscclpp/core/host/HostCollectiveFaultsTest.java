@@ -304,6 +304,42 @@ class HostCollectiveFaultsTest {
     }
 
     /**
+     * Across hosts (4 ranks on 2 pretend hosts): rank 3 leaves while the others run an allReduce.
+     * Its host partner (rank 1) waits for it inside the host, ranks 0 and 2 on their rails between
+     * hosts; all three fail with REMOTE_ERROR long before the deadline.
+     */
+    @Test
+    void aPeerThatDiesDuringACallAcrossHostsIsARemoteErrorOnEverySurvivor() {
+        int n = 4;
+        long count = 300_000;
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(n, CollectiveOptions.defaults(), r -> r % 2)) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                bufs.add(job.backends.get(r).allocate(count * 4));
+            }
+            long t0 = System.nanoTime();
+            List<Mono<Throwable>> calls = new ArrayList<>();
+            for (int r = 0; r < n - 1; r++) {
+                calls.add(job.comms.get(r).with(CallOptions.timeout(Duration.ofSeconds(60))).allReduce(bufs.get(r),
+                        bufs.get(r), count, DataType.FLOAT32, ReduceOp.SUM).then(Mono.<Throwable>empty())
+                        .onErrorResume(Mono::just));
+            }
+            Mono<List<Throwable>> all = Mono.zip(calls, a -> List.of((Throwable) a[0], (Throwable) a[1],
+                    (Throwable) a[2])).cache();
+            all.subscribe();
+            job.bootstraps.get(n - 1).close();
+            List<Throwable> out = all.block(LIMIT);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            for (int r = 0; r < n - 1; r++) {
+                Throwable t = out.get(r);
+                assertTrue(t instanceof JmscclppException j && j.code() == ErrorCode.REMOTE_ERROR && j.rank() == r,
+                        "rank " + r + ": REMOTE_ERROR, not " + t);
+            }
+            assertTrue(ms < 10_000, "the survivors failed after " + ms + " ms, against a deadline of 60 s");
+        }
+    }
+
+    /**
      * A rank whose call completed may close at once, as NCCL ranks destroy their communicator after the last call:
      * the peer still finishing the same call (its last barrier signal already came) must complete too, not fail
      * with the news that the first rank left.

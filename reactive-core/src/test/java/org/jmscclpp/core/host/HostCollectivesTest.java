@@ -15,6 +15,7 @@ import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
@@ -85,7 +86,8 @@ class HostCollectivesTest {
                 communicators.add(c);
                 int rank = r;
                 setups.add(hostOf == null ? CollectiveComm.create(c, options)
-                        : HierarchicalHostComm.create(c, options, tuning, () -> 0x5EED0000L + hostOf.applyAsInt(rank)));
+                        : HierarchicalHostComm.create(c, options, tuning, () -> 0x5EED0000L + hostOf.applyAsInt(rank),
+                        Transport.HOST_IPC));
             }
             List<CollectiveComm> made = Flux.mergeSequential(setups).collectList().block(LIMIT);
             comms.addAll(made);
@@ -118,9 +120,10 @@ class HostCollectivesTest {
     /**
      * The same matrix with the ranks spread over {@code hosts} pretend hosts, rank r on host
      * {@code r % hosts} (so no host's ranks are contiguous), running {@link HierarchicalHostComm}:
-     * shared memory inside each host, the in-memory bootstrap between hosts. Two shapes: both
-     * levels (2 hosts of 2) and the rail alone over 3 hosts (6 ranks on 3 hosts passes too, and
-     * takes 100 s here, too long for every build).
+     * shared memory inside each host, and the rail's writes and signals over HOST_IPC connections
+     * standing in for the network (HostCollectivesAcrossHostsTest runs them over ETHERNET). Two
+     * shapes: both levels (2 hosts of 2) and the rail alone over 3 hosts (6 ranks on 3 hosts passes
+     * too, and takes 100 s here, too long for every build).
      */
     @ParameterizedTest(name = "{0} ranks on {1} hosts")
     @CsvSource({"4, 2", "3, 3"})
@@ -142,7 +145,7 @@ class HostCollectivesTest {
                 communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
                 long hash = 0x5EED0000L + r % 2;
                 setups.add(HierarchicalHostComm.create(communicators.get(r), CollectiveOptions.defaults(), hostTuning(),
-                        () -> hash).materialize());
+                        () -> hash, Transport.HOST_IPC).materialize());
             }
             List<Signal<CollectiveComm>> results = Flux.mergeSequential(setups).collectList().block(LIMIT);
             for (int r = 0; r < n; r++) {
