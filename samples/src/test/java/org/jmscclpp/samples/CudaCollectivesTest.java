@@ -33,7 +33,8 @@ class CudaCollectivesTest {
             assertEquals(expected.get(kind), names, kind.label());
             assertTrue(!names.contains("port"), "the port algorithms were not carried into the library");
         }
-        assertEquals(List.of("rsag"), CollectiveJob.algorithms("host", CollectiveKind.ALL_REDUCE).stream()
+        // the host engine: one algorithm over shared memory, and the hierarchical one for jobs across hosts
+        assertEquals(List.of("rsag", "hier"), CollectiveJob.algorithms("host", CollectiveKind.ALL_REDUCE).stream()
                 .filter(a -> !a.startsWith("test-")).toList());
         assertEquals(List.of(), CollectiveJob.algorithms("gpu", CollectiveKind.ALL_REDUCE).stream()
                 .filter(a -> !a.startsWith("test-")).toList());

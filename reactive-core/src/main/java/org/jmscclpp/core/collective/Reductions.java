@@ -512,16 +512,7 @@ public final class Reductions {
     public static void toFloat32(DataType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset,
                                  long count) {
         checkConversion(type, src, srcOffset, dst, dstOffset, count);
-        int size = type.bytes();
-        int block = (int) Math.min(Math.max(count, 1), BLOCK);
-        float[] values = new float[block];
-        short[] shorts = new short[size == 2 ? block : 0];
-        byte[] bytes = new byte[size == 1 ? block : 0];
-        for (long done = 0; done < count; done += block) {
-            int len = (int) Math.min(block, count - done);
-            loadFloats(type, src, srcOffset + done * size, values, shorts, bytes, len);
-            MemorySegment.copy(values, 0, dst, FLOAT, dstOffset + done * 4, len);
-        }
+        convert(type, true, src, srcOffset, dst, dstOffset, count);
     }
 
     /**
@@ -534,6 +525,12 @@ public final class Reductions {
     public static void fromFloat32(DataType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset,
                                    long count) {
         checkConversion(type, dst, dstOffset, src, srcOffset, count);
+        convert(type, false, src, srcOffset, dst, dstOffset, count);
+    }
+
+    /** {@link #toFloat32} ({@code widen}) or {@link #fromFloat32}, block by block, on checked ranges. */
+    private static void convert(DataType type, boolean widen, MemorySegment src, long srcOffset, MemorySegment dst,
+                                long dstOffset, long count) {
         int size = type.bytes();
         int block = (int) Math.min(Math.max(count, 1), BLOCK);
         float[] values = new float[block];
@@ -541,8 +538,13 @@ public final class Reductions {
         byte[] bytes = new byte[size == 1 ? block : 0];
         for (long done = 0; done < count; done += block) {
             int len = (int) Math.min(block, count - done);
-            MemorySegment.copy(src, FLOAT, srcOffset + done * 4, values, 0, len);
-            storeFloats(type, values, shorts, bytes, dst, dstOffset + done * size, len);
+            if (widen) {
+                loadFloats(type, src, srcOffset + done * size, values, shorts, bytes, len);
+                MemorySegment.copy(values, 0, dst, FLOAT, dstOffset + done * 4, len);
+            } else {
+                MemorySegment.copy(src, FLOAT, srcOffset + done * 4, values, 0, len);
+                storeFloats(type, values, shorts, bytes, dst, dstOffset + done * size, len);
+            }
         }
     }
 

@@ -428,10 +428,17 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         await(hostComm.allGather(Objects.requireNonNull(call.send()), DeviceBuffer.wrap(mine), c, call.type()),
                 deadline, "allGather in the host");
         railExchange(block, p -> mine, p -> byHost.asSlice(p * block, block), -1, deadline);
-        MemorySegment recv = segment(call.recv());
+        placeByRank(byHost, bytes, segment(call.recv()));
+    }
+
+    /**
+     * Copies the {@code bytes} of every rank from {@code byHost} (host blocks in host order, each
+     * holding its ranks in local order) to that rank's slot of {@code recv}.
+     */
+    private void placeByRank(MemorySegment byHost, long bytes, MemorySegment recv) {
         for (int h = 0; h < hosts; h++) {
             for (int i = 0; i < perHost; i++) {
-                MemorySegment.copy(byHost, h * block + i * bytes, recv, ranksOf[h][i] * bytes, bytes);
+                MemorySegment.copy(byHost, (h * perHost + i) * bytes, recv, ranksOf[h][i] * bytes, bytes);
             }
         }
     }
@@ -482,12 +489,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         MemorySegment.copy(toHost, host * railBlock, fromHost, host * railBlock, railBlock);
         railExchange(railBlock, p -> toHost.asSlice(p * railBlock, railBlock),
                 p -> fromHost.asSlice(p * railBlock, railBlock), -1, deadline);
-        MemorySegment recv = segment(call.recv());
-        for (int h = 0; h < hosts; h++) {
-            for (int i = 0; i < perHost; i++) {
-                MemorySegment.copy(fromHost, h * railBlock + i * bytes, recv, ranksOf[h][i] * bytes, bytes);
-            }
-        }
+        placeByRank(fromHost, bytes, segment(call.recv()));
     }
 
     /** One step between hosts on this rank's rail: {@link HostRail#exchange}. */
