@@ -32,9 +32,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * element, {@code Vec4Reducer}, {@code Vec8Reducer}, {@code Vec16Reducer}), and converts every
  * code of the narrow floating types and fp32 values at every rounding midpoint; each result is
  * compared bit for bit with {@link Reductions#reduceBits} and {@link Reductions#reduce}, or with
- * the scalar conversions. On the device the header runs the same code but for fp16's
- * conversions (PTX {@code cvt}, exact for every non-NaN value), so this covers the device
- * arithmetic too; {@value #KERNELS}, which instantiates every reducer, is compiled for sm_90 with
+ * the scalar conversions. On the device the header runs the same code but for the conversions
+ * to fp16 and from fp16, and on sm_89 and up to fp8 (PTX {@code cvt}), which
+ * {@link ReduceConversionsGpuTest} checks on a GPU the same way; {@value #KERNELS}, which instantiates every reducer, is compiled for sm_90 with
  * nvcc and, where NVRTC loads, with NVRTC. Skipped, with the reason, where nvcc (or NVRTC) is
  * absent.
  */
@@ -195,7 +195,7 @@ class ReduceHeaderCrossCheckTest {
      * side, of both signs; NaNs with payloads, infinities, zeros, fp32 subnormals and extremes;
      * and random patterns.
      */
-    private static int[] encodeVectors(DataType type) {
+    static int[] encodeVectors(DataType type) {
         List<Integer> v = new ArrayList<>();
         int positives = 1 << (type.bytes() * 8 - 1);
         for (int c = 0; c < positives; c++) {
@@ -231,7 +231,7 @@ class ReduceHeaderCrossCheckTest {
         return v.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private static float decode(DataType type, int code) {
+    static float decode(DataType type, int code) {
         return switch (type) {
             case FLOAT16 -> Reductions.fp16ToFloat((short) code);
             case BFLOAT16 -> Reductions.bf16ToFloat((short) code);
@@ -241,7 +241,7 @@ class ReduceHeaderCrossCheckTest {
         };
     }
 
-    private static int encode(DataType type, int f32) {
+    static int encode(DataType type, int f32) {
         float v = Float.intBitsToFloat(f32);
         return switch (type) {
             case FLOAT16 -> Reductions.floatToFp16(v) & 0xFFFF;

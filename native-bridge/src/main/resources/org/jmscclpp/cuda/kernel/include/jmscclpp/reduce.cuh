@@ -207,11 +207,20 @@ __forceinline__ __host__ __device__ u32 e4m3ToF32(u32 c) {
   if (e == 0xFu && m == 7u) {
     return sign | 0x7FF00000u;
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  // the hardware's conversion (sm_89 and up), exact for every finite code, through fp16
+  unsigned int pair;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"(static_cast<unsigned short>(c)));
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(pair & 0xFFFFu)));
+  return floatBits(f);
+#else
   if (e == 0) {
     // m * 2^-9: exact in fp32
     return sign | floatBits(static_cast<float>(m) * 0.001953125f);
   }
   return sign | (e + 120u) << 23 | m << 20;
+#endif
 }
 
 // Saturating: from 448 (0x43E00000) up, infinity included, every magnitude rounds to 448 or to
@@ -222,10 +231,18 @@ __forceinline__ __host__ __device__ u32 f32ToE4m3(u32 b) {
   if (abs > 0x7F800000u) {
     return sign | 0x7Fu;
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  // the hardware's conversion (sm_89 and up): the same ties-to-even rounding, and satfinite
+  // saturates at 448 as the branch below does; the NaN above keeps its sign, as on the host
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(bitsFloat(b)));
+  return pair & 0xFFu;
+#else
   if (abs >= 0x43E00000u) {
     return sign | 0x7Eu;
   }
   return sign | roundToNarrow<3, 7>(abs);
+#endif
 }
 
 // e5m2 is the upper byte of an fp16.
@@ -238,10 +255,16 @@ __forceinline__ __host__ __device__ u32 f32ToE5m2(u32 b) {
   if (abs > 0x7F800000u) {
     return sign | 0x7Fu;
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(bitsFloat(b)));
+  return pair & 0xFFu;
+#else
   if (abs >= 0x47600000u) {
     return sign | 0x7Bu;
   }
   return sign | roundToNarrow<2, 15>(abs);
+#endif
 }
 
 // ------------------------------------------------------------------------------------------------
