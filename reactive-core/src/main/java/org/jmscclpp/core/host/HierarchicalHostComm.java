@@ -605,11 +605,14 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
 
     /**
      * {@code n} elements at {@code offset} divided by {@code divisor}: {@link ReduceOp#AVG}'s
-     * division of a sum, as {@link Reductions#reduceBits} defines it.
+     * division of a sum, as {@link Reductions#reduceBits} defines it, given the sum and
+     * {@code divisor - 1} elements that add nothing (zero; for floating types -0, so that a sum of
+     * -0 stays -0, as the average of -0s is).
      */
     static void divide(DataType type, MemorySegment segment, long offset, long n, int divisor) {
         int e = type.bytes();
         long[] bits = new long[divisor];
+        Arrays.fill(bits, type.isFloatingPoint() ? 1L << (8 * e - 1) : 0);
         for (long k = 0; k < n; k++) {
             long at = offset + k * e;
             long v = 0;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -129,6 +130,35 @@ class HostCollectivesTest {
     @CsvSource({"4, 2", "3, 3"})
     void everyCallSpanningHosts(int n, int hosts) {
         everyCall(n, false, r -> r % hosts);
+    }
+
+    /**
+     * The hierarchical allReduce's AVG divides a sum once: the quotient of every type is the one
+     * {@link org.jmscclpp.core.collective.Reductions#reduceBits} gives for an average, a sum of -0
+     * included (it stays -0).
+     */
+    @Test
+    void theHierarchicalAverageDividesASumAsReduceBitsAverages() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(8);
+            s.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, -0.0f);
+            HierarchicalHostComm.divide(DataType.FLOAT32, s, 0, 1, 4);
+            assertEquals(Float.floatToRawIntBits(-0.0f),
+                    Float.floatToRawIntBits(s.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0)));
+            s.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, 0, -0.0);
+            HierarchicalHostComm.divide(DataType.FLOAT64, s, 0, 1, 3);
+            assertEquals(Double.doubleToRawLongBits(-0.0),
+                    Double.doubleToRawLongBits(s.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, 0)));
+            s.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, 7.0f);
+            HierarchicalHostComm.divide(DataType.FLOAT32, s, 0, 1, 2);
+            assertEquals(3.5f, s.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0));
+            s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, -7);
+            HierarchicalHostComm.divide(DataType.INT32, s, 0, 1, 2);
+            assertEquals(-3, s.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "truncates toward zero");
+            s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, -2);
+            HierarchicalHostComm.divide(DataType.UINT32, s, 0, 1, 2);
+            assertEquals(0x7FFFFFFF, s.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "unsigned division");
+        }
     }
 
     /** Hosts of 2 and 1 ranks: every rank's setup fails with INVALID_USAGE naming both hosts' ranks. */
@@ -341,7 +371,7 @@ class HostCollectivesTest {
 
     static boolean untouched(MemorySegment s, long offset, long bytes) {
         for (long i = 0; i < bytes; i++) {
-            if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, offset + i) != POISON) {
+            if (s.get(ValueLayout.JAVA_BYTE, offset + i) != POISON) {
                 return false;
             }
         }
