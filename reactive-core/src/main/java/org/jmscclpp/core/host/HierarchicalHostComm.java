@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -101,8 +102,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             new Algorithm(CollectiveKind.RECV, "hier", 17,
                     "shared memory inside a host, the bootstrap's connection between hosts"));
 
-    /** Bootstrap tags (this prefix | the options' tag): descriptors of collectives, point-to-point messages and their answers. */
-    private static final int DESCRIPTOR_TAGS = 0x4E000000;
+    /** Bootstrap tags (this prefix | the options' tag): point-to-point messages between hosts and their answers. */
     private static final int P2P_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
 
@@ -541,17 +541,17 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     private Mono<Void> sendAcross(Planned p, long deadline) {
         CollectiveCall c = p.call();
         int peer = c.peer();
-        int tag = P2P_TAGS | (options.tag() & 0xFFFFFF);
+        int dataTag = tag(P2P_TAGS);
         long[] w = p.descriptor().words();
         byte[] header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(w[0]).putLong(w[1]).array();
         long bytes = c.count() * c.type().bytes();
-        return bootstrap.send(peer, tag, header, left(deadline))
-                .then(Mono.defer(() -> bootstrap.recv(peer, P2P_ANSWER_TAGS | (options.tag() & 0xFFFFFF),
+        return bootstrap.send(peer, dataTag, header, left(deadline))
+                .then(Mono.defer(() -> bootstrap.recv(peer, tag(P2P_ANSWER_TAGS),
                         left(deadline))))
                 .flatMap(answer -> {
                     if (answer.length > 0) {
                         return Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE,
-                                new String(answer, java.nio.charset.StandardCharsets.UTF_8)).rank(rank).peer(peer)
+                                new String(answer, StandardCharsets.UTF_8)).rank(rank).peer(peer)
                                 .phase("send").build());
                     }
                     MemorySegment src = bytes == 0 ? MemorySegment.NULL : segment(c.send());
@@ -559,7 +559,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
                     for (long off = 0; off < bytes; off += CHUNK) {
                         int n = (int) Math.min(CHUNK, bytes - off);
                         long at = off;
-                        chunks.add(Mono.defer(() -> bootstrap.send(peer, tag,
+                        chunks.add(Mono.defer(() -> bootstrap.send(peer, dataTag,
                                 src.asSlice(at, n).toArray(ValueLayout.JAVA_BYTE), left(deadline))));
                     }
                     return Flux.concat(chunks).then();
@@ -569,15 +569,15 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     private Mono<Void> recvAcross(Planned p, long deadline) {
         CollectiveCall c = p.call();
         int peer = c.peer();
-        int tag = P2P_TAGS | (options.tag() & 0xFFFFFF);
+        int dataTag = tag(P2P_TAGS);
         long bytes = c.count() * c.type().bytes();
-        return bootstrap.recv(peer, tag, left(deadline)).flatMap(header -> {
+        return bootstrap.recv(peer, dataTag, left(deadline)).flatMap(header -> {
             ByteBuffer h = ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN);
             CallDescriptor theirs = CallDescriptor.decode(new long[] {h.getLong(), h.getLong(), 0, 0}, 0);
             String why = CallDescriptor.pointToPointMismatch(peer, theirs, rank, p.descriptor(), this::algorithmName)
                     .orElse(null);
-            byte[] answer = why == null ? new byte[0] : why.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            Mono<Void> answered = bootstrap.send(peer, P2P_ANSWER_TAGS | (options.tag() & 0xFFFFFF), answer,
+            byte[] answer = why == null ? new byte[0] : why.getBytes(StandardCharsets.UTF_8);
+            Mono<Void> answered = bootstrap.send(peer, tag(P2P_ANSWER_TAGS), answer,
                     left(deadline));
             if (why != null) {
                 return answered.then(Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank)
@@ -588,7 +588,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             for (long off = 0; off < bytes; off += CHUNK) {
                 int n = (int) Math.min(CHUNK, bytes - off);
                 long at = off;
-                chunks.add(bootstrap.recv(peer, tag, left(deadline)).doOnNext(data -> {
+                chunks.add(bootstrap.recv(peer, dataTag, left(deadline)).doOnNext(data -> {
                     if (data.length != n) {
                         throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + peer + " sent " + data.length
                                 + " bytes, expected " + n).rank(rank).peer(peer).phase("recv").build();
@@ -625,6 +625,11 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
                 segment.set(ValueLayout.JAVA_BYTE, at + b, (byte) (q >>> (8 * b)));
             }
         }
+    }
+
+    /** The bootstrap tag of {@code prefix} for this communicator: the prefix | the options' tag (low 24 bits). */
+    private int tag(int prefix) {
+        return prefix | (options.tag() & 0xFFFFFF);
     }
 
     private static MemorySegment segment(@Nullable DeviceBuffer buffer) {
