@@ -58,6 +58,17 @@ public interface Backend extends AutoCloseable {
     DeviceBuffer importMemory(Transport transport, byte[] handle, long size);
 
     /**
+     * Whether {@link #importMemory} can map memory this very process exported. Where it can (shared
+     * memory files), a rank that receives the registration of another rank of its own process maps
+     * the memory again, so that the owner closing its buffer leaves the peer's view as valid as a
+     * peer in another process would keep it; where it cannot (CUDA IPC refuses its own process), the
+     * peer gets the owner's very buffer.
+     */
+    default boolean importsOwnMemory() {
+        return false;
+    }
+
+    /**
      * The connections over this backend's own transports ({@link #ipcTransports()}), offered through the same SPI as
      * every other transport's: the communicator registers memory and connects through it as it does through the
      * providers of {@code ETHERNET} and {@code IB0..IB7}. Peers on other hosts, or endpoints of another transport,

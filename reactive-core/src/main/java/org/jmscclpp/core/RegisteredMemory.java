@@ -22,8 +22,11 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>What a deserialized memory gives depends on where its owner runs:
  * <ul>
- *   <li>same process (equal {@link #hostHash()} and {@link #pidHash()}): the very same buffer, at
- *       the same {@link #address()};</li>
+ *   <li>same process (equal {@link #hostHash()} and {@link #pidHash()}), where the backend
+ *       {@linkplain Backend#importsOwnMemory() maps its own process's memory} and the memory has one
+ *       of its IPC handles: a mapping of its own, as for another process, so the owner closing its
+ *       buffer never pulls the memory from under a peer still reading it;</li>
+ *   <li>same process otherwise: the very same buffer, at the same {@link #address()};</li>
  *   <li>same host, another process: the memory is mapped into this process through the first IPC
  *       transport both the memory and the backend support ({@code HOST_IPC} on the host backend,
  *       {@code CUDA_IPC} on the CUDA backend); {@link #close()} unmaps it;</li>
@@ -253,7 +256,9 @@ public final class RegisteredMemory implements AutoCloseable {
     private static RegisteredMemory materialize(long address, long size, TransportFlags transports, long hostHash,
                                                 long pidHash, Device device, Map<Transport, byte[]> handles, Backend backend) {
         Map<Transport, byte[]> frozen = copyOf(handles);
-        if (hostHash == HostIdentity.hostHash() && pidHash == HostIdentity.pidHash()) {
+        boolean sameProcess = hostHash == HostIdentity.hostHash() && pidHash == HostIdentity.pidHash();
+        if (sameProcess && !(backend.importsOwnMemory() && backend.ipcTransports().and(transports).toSet().stream()
+                .anyMatch(handles::containsKey))) {
             LocalRegistration reg = LOCAL.get(address);
             if (reg == null || reg.buffer().isClosed() || reg.buffer().size() < size) {
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no live buffer of " + size + " bytes at 0x"

@@ -65,18 +65,38 @@ class RegisteredMemoryTest {
     }
 
     @Test
-    void sameProcessGivesTheSameBuffer() {
-        RegisteredMemory m = comm.registerMemory(buffer, TransportFlags.of(Transport.HOST_IPC));
+    void sameProcessWithoutAnIpcHandleGivesTheSameBuffer() {
+        RegisteredMemory m = comm.registerMemory(buffer, TransportFlags.NONE);
         try (RegisteredMemory back = RegisteredMemory.deserialize(m.serialize(), backend)) {
             assertEquals(m.address(), back.address());
             assertEquals(m.size(), back.size());
-            assertEquals(m.transports(), back.transports());
             assertFalse(back.isLocal());
             assertTrue(back.isMapped());
             back.hostSegment().set(ValueLayout.JAVA_INT, 0, 77);
             assertEquals(77, buffer.hostSegment().get(ValueLayout.JAVA_INT, 0));
         }
         assertFalse(buffer.isClosed(), "closing a same-process view must not free the owner's buffer");
+    }
+
+    @Test
+    void sameProcessOnTheHostBackendMapsAViewThatOutlivesTheOwnersBuffer() {
+        RegisteredMemory m = comm.registerMemory(buffer, TransportFlags.of(Transport.HOST_IPC));
+        try (RegisteredMemory back = RegisteredMemory.deserialize(m.serialize(), backend)) {
+            assertEquals(m.transports(), back.transports());
+            assertFalse(back.isLocal());
+            assertTrue(back.isMapped());
+            assertNotEquals(buffer.address(), back.address(), "a mapping of its own, as in another process");
+            assertEquals(buffer.address(), back.originalAddress());
+            back.hostSegment().set(ValueLayout.JAVA_INT, 0, 77);
+            assertEquals(77, buffer.hostSegment().get(ValueLayout.JAVA_INT, 0));
+            buffer.hostSegment().set(ValueLayout.JAVA_INT, 4, 78);
+            // a rank of this process that finished a call closes its buffer while a peer still reads it
+            m.close();
+            buffer.close();
+            assertEquals(78, back.hostSegment().get(ValueLayout.JAVA_INT, 4));
+            back.hostSegment().set(ValueLayout.JAVA_INT, 8, 79);
+            assertEquals(79, back.hostSegment().get(ValueLayout.JAVA_INT, 8));
+        }
     }
 
     @Test

@@ -320,6 +320,12 @@ public final class HostBackend implements Backend {
         return IPC;
     }
 
+    /** A shared-memory file maps as well in the process that made it as in any other. */
+    @Override
+    public boolean importsOwnMemory() {
+        return true;
+    }
+
     /**
      * The {@link SharedMemoryHandle} of a buffer this backend allocated: its file name and size.
      *
