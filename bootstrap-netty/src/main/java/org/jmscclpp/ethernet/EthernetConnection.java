@@ -102,6 +102,8 @@ final class EthernetConnection implements Connection {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** A frame's header (and a TOKEN's value); used under sendLock. */
     private final ByteBuf header = Unpooled.directBuffer(EthernetWire.HEADER_BYTES + Long.BYTES);
+    /** The TOKEN frame that goes out in one socket write with a WRITE frame ({@link #writeAndUpdate}). */
+    private final ByteBuf tokenHeader = Unpooled.directBuffer(EthernetWire.HEADER_BYTES + Long.BYTES);
     /** The device-memory path's pinned chunk, made on first use; used under sendLock. */
     private @Nullable DeviceBuffer staging;
     /** Last sequence number sent (set before its frame's last byte can reach the peer); written under sendLock. */
@@ -136,6 +138,7 @@ final class EthernetConnection implements Connection {
         } catch (IOException | RuntimeException e) {
             writable.close();
             header.release();
+            tokenHeader.release();
             throw e;
         }
     }
@@ -201,8 +204,39 @@ final class EthernetConnection implements Connection {
 
     @Override
     public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
-        String phase = "write";
+        send(dst, dstOffset, src, srcOffset, size, null, 0, null, 0, "write");
+    }
+
+    @Override
+    public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
+        String phase = "updateAndSync";
+        long region = checkToken(dst, dstOffset, phase);
+        sendLock.lock();
+        try {
+            checkUsable(phase);
+            localToken.set(newValue);
+            send(new ByteBuffer[] {token(region, dstOffset, newValue)}, phase);
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
+    /** The write's frames and the token's in one socket write (for each chunk but the last, the chunk's alone). */
+    @Override
+    public void writeAndUpdate(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size,
+                               RegisteredMemory tokenDst, long tokenOffset, AtomicLong localToken, long newValue) {
+        send(dst, dstOffset, src, srcOffset, size, tokenDst, tokenOffset, localToken, newValue, "writeAndUpdate");
+    }
+
+    /**
+     * Sends {@code size} bytes of {@code src} as WRITE frames of at most {@link EthernetWire#MAX_CHUNK}
+     * bytes and, when {@code tokenDst} is given, a TOKEN frame in the same socket write as the last.
+     */
+    private void send(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size,
+                      @Nullable RegisteredMemory tokenDst, long tokenOffset, @Nullable AtomicLong localToken,
+                      long newValue, String phase) {
         long region = checkDestination(dst, dstOffset, size, phase);
+        long tokenRegion = tokenDst == null ? -1 : checkToken(tokenDst, tokenOffset, phase);
         try {
             src.checkRange(srcOffset, size, phase);
         } catch (JmscclppException e) {
@@ -219,12 +253,13 @@ final class EthernetConnection implements Connection {
         }
         boolean direct = source.hostAccessible() && !session.stageAlways();
         MemorySegment segment = direct ? source.hostSegment() : MemorySegment.NULL;
-        ByteBuffer[] frame = new ByteBuffer[2];
         sendLock.lock();
         try {
             for (long done = 0; done < size; ) {
                 int n = (int) Math.min(EthernetWire.MAX_CHUNK, size - done);
+                boolean last = done + n == size;
                 checkUsable(phase);
+                ByteBuffer[] frame = new ByteBuffer[last && tokenDst != null ? 3 : 2];
                 if (direct) {
                     frame[1] = segment.asSlice(srcOffset + done, n).asByteBuffer();
                 } else {
@@ -236,33 +271,39 @@ final class EthernetConnection implements Connection {
                 EthernetWire.header(header.clear(), EthernetWire.WRITE, ackFlag(seq), n, seq, region, dstOffset + done);
                 frame[0] = header.nioBuffer();
                 sent = seq;
+                if (frame.length == 3) {
+                    localToken.set(newValue);
+                    frame[2] = token(tokenRegion, tokenOffset, newValue);
+                }
                 send(frame, phase);
                 done += n;
+            }
+            if (size == 0 && tokenDst != null) {
+                checkUsable(phase);
+                localToken.set(newValue);
+                send(new ByteBuffer[] {token(tokenRegion, tokenOffset, newValue)}, phase);
             }
         } finally {
             sendLock.unlock();
         }
     }
 
-    @Override
-    public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
-        String phase = "updateAndSync";
+    /** The region of a token's destination, checked: in range and 8-byte aligned. */
+    private long checkToken(RegisteredMemory dst, long dstOffset, String phase) {
         long region = checkDestination(dst, dstOffset, Long.BYTES, phase);
         if ((dstOffset & (Long.BYTES - 1)) != 0 || (dst.originalAddress() + dstOffset & (Long.BYTES - 1)) != 0) {
             throw ConnectionChecks.invalid(context, phase, "token offset " + dstOffset + " of " + dst
                     + " is not 8-byte aligned: a 64-bit token must be aligned to be stored atomically");
         }
-        sendLock.lock();
-        try {
-            checkUsable(phase);
-            localToken.set(newValue);
-            long seq = sent + 1;
-            EthernetWire.token(header.clear(), ackFlag(seq), seq, region, dstOffset, newValue);
-            sent = seq;
-            send(new ByteBuffer[] {header.nioBuffer()}, phase);
-        } finally {
-            sendLock.unlock();
-        }
+        return region;
+    }
+
+    /** The next TOKEN frame, in {@link #tokenHeader}. Holding sendLock. */
+    private ByteBuffer token(long region, long dstOffset, long value) {
+        long seq = sent + 1;
+        EthernetWire.token(tokenHeader.clear(), ackFlag(seq), seq, region, dstOffset, value);
+        sent = seq;
+        return tokenHeader.nioBuffer();
     }
 
     /**
@@ -729,6 +770,7 @@ final class EthernetConnection implements Connection {
                 s.close();
             }
             header.release();
+            tokenHeader.release();
             try {
                 writable.close();
             } catch (IOException ignored) {

@@ -134,6 +134,11 @@ class EthernetConnectionTest {
     }
 
     @Test
+    void writeAndUpdateStoresTheBytesBeforeTheTokenAndRefusesAMisalignedToken() throws Exception {
+        onBothRanks(EthernetScenario::writeAndUpdate);
+    }
+
+    @Test
     void basicWriteAndPingPong() throws Exception {
         onBothRanks(s -> {
             assertEquals(org.jmscclpp.core.Transport.ETHERNET, s.connection.transport());

@@ -2,13 +2,17 @@ package org.jmscclpp.ethernet;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.MemoryId;
 import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
@@ -16,6 +20,7 @@ import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.semaphore.SemaphoreId;
+import org.jmscclpp.core.spi.Waiting;
 import reactor.core.publisher.Mono;
 
 /**
@@ -40,6 +45,7 @@ final class EthernetScenario implements AutoCloseable {
     static final int WRITE_BYTES = 1 << 20;
     static final long BUFFER_BYTES = (long) WRITES * WRITE_BYTES;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
+    private static final VarHandle TOKEN = ValueLayout.JAVA_LONG.varHandle();
 
     final int rank;
     final int peer;
@@ -108,6 +114,56 @@ final class EthernetScenario implements AutoCloseable {
         }
         // nobody writes the next scenario's data before both have checked this one
         bootstrap.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
+    }
+
+    /**
+     * Both ranks at once: {@link Connection#writeAndUpdate} of sizes 0, 5 and a chunk and a half,
+     * each followed at the peer by its token (the buffer's last word); the waiter sees every byte
+     * of a write once it sees the write's token. A misaligned token is refused before anything goes
+     * out: the bytes of that call never arrive.
+     */
+    void writeAndUpdate() {
+        long tokenAt = BUFFER_BYTES - Long.BYTES;
+        long[] sizes = {0, 5, EthernetWire.MAX_CHUNK + EthernetWire.MAX_CHUNK / 2 + 3};
+        MemorySegment src = source.hostSegment();
+        MemorySegment mine = buffer.hostSegment();
+        AtomicLong token = new AtomicLong();
+        JmscclppException refused = null;
+        try {
+            src.set(ValueLayout.JAVA_BYTE, 0, (byte) 0x5A);
+            connection.writeAndUpdate(remote, 0, localSource, 0, 1, remote, tokenAt - 4, token, 99);
+        } catch (JmscclppException e) {
+            refused = e;
+        }
+        if (refused == null || refused.code() != ErrorCode.INVALID_USAGE || token.get() != 0) {
+            throw new AssertionError("rank " + rank + ": a misaligned token was not refused: " + refused);
+        }
+        for (int k = 0; k < sizes.length; k++) {
+            long size = sizes[k];
+            for (long i = 0; i < size; i++) {
+                src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + k + rank));
+            }
+            connection.writeAndUpdate(remote, 0, localSource, 0, size, remote, tokenAt, token, k + 1);
+            long want = k + 1;
+            if (token.get() != want) {
+                throw new AssertionError("rank " + rank + ": the local token is " + token.get() + ", not " + want);
+            }
+            if (!Waiting.await(() -> (long) TOKEN.getAcquire(mine, tokenAt) == want, Waiting.deadline(TIMEOUT))) {
+                throw new AssertionError("rank " + rank + ": token " + want + " never came");
+            }
+            for (long i = 0; i < size; i++) {
+                byte b = mine.get(ValueLayout.JAVA_BYTE, i);
+                if (b != (byte) (i * 7 + k + peer)) {
+                    throw new AssertionError("rank " + rank + ": byte " + i + " of write " + k + " is " + b
+                            + " when its token was seen");
+                }
+            }
+            if (size == 0 && mine.get(ValueLayout.JAVA_BYTE, 0) == (byte) 0x5A) {
+                throw new AssertionError("rank " + rank + ": the refused call's byte arrived");
+            }
+            // the peer rewrites the source only after this rank checked
+            bootstrap.barrier(TIMEOUT).block(TIMEOUT.plusSeconds(5));
+        }
     }
 
     /** Turns per size: MSCCL++ runs 1000; larger sizes fewer, to keep the test to seconds. */

@@ -33,6 +33,19 @@ public interface Connection extends AutoCloseable {
     void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue);
 
     /**
+     * {@link #write} then {@link #updateAndSync} as one operation: a port channel's put-with-signal.
+     * The token is stored after the written bytes, as with the two calls in a row; a transport that
+     * can send both at once does ({@code ETHERNET}: the write's frames and the token's go out in one
+     * socket write, one packet for a small write, where two calls cost two). Both are checked before
+     * either goes out. The default makes the two calls.
+     */
+    default void writeAndUpdate(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size,
+                                RegisteredMemory tokenDst, long tokenOffset, AtomicLong localToken, long newValue) {
+        write(dst, dstOffset, src, srcOffset, size);
+        updateAndSync(tokenDst, tokenOffset, localToken, newValue);
+    }
+
+    /**
      * Completes when every {@link #write} and {@link #updateAndSync} issued before the call is
      * visible at the peer; errors with {@link ErrorCode#TIMEOUT} after {@code timeout}. Lazy.
      */

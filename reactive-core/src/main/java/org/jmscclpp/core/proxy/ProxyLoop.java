@@ -279,15 +279,21 @@ final class ProxyLoop implements Runnable {
         if (entry == null) {
             throw new TriggerException("no semaphore " + semaphoreId + " was added to this proxy service", null);
         }
+        boolean flag = (type & ProxyTrigger.FLAG) != 0;
         if ((type & ProxyTrigger.DATA) != 0) {
             RegisteredMemory dst = memory(ProxyTrigger.dstMemoryId(snd), "destination", entry);
             RegisteredMemory src = memory(ProxyTrigger.srcMemoryId(snd), "source", entry);
             long size = ProxyTrigger.size(fst);
-            call(entry, () -> entry.connection().write(dst, ProxyTrigger.dstOffset(snd), src,
-                    ProxyTrigger.srcOffset(fst), size));
+            if (flag) {
+                // put-with-signal: one operation, which ETHERNET sends as one socket write
+                call(entry, () -> entry.semaphore().writeAndSignal(dst, ProxyTrigger.dstOffset(snd), src,
+                        ProxyTrigger.srcOffset(fst), size));
+            } else {
+                call(entry, () -> entry.connection().write(dst, ProxyTrigger.dstOffset(snd), src,
+                        ProxyTrigger.srcOffset(fst), size));
+            }
             bytesSinceFlush[semaphoreId] += size;
-        }
-        if ((type & ProxyTrigger.FLAG) != 0) {
+        } else if (flag) {
             call(entry, entry.semaphore()::signal);
         }
         if ((type & ProxyTrigger.SYNC) != 0) {

@@ -11,6 +11,7 @@ import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.spi.DeviceHandles;
 import reactor.core.publisher.Mono;
 
@@ -50,6 +51,17 @@ public final class Host2DeviceSemaphore implements AutoCloseable {
     public void signal() {
         synchronized (outbound) {
             semaphore.connection().updateAndSync(semaphore.remoteMemory(), 0, outbound, outbound.get() + 1);
+        }
+    }
+
+    /**
+     * Writes {@code size} bytes of {@code src} to {@code dst} over this semaphore's connection, then
+     * raises the peer's token, as one {@link Connection#writeAndUpdate}: MSCCL++'s put-with-signal.
+     */
+    public void writeAndSignal(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
+        synchronized (outbound) {   // as signal(): tokens reach the peer in increasing order
+            semaphore.connection().writeAndUpdate(dst, dstOffset, src, srcOffset, size, semaphore.remoteMemory(), 0,
+                    outbound, outbound.get() + 1);
         }
     }
 

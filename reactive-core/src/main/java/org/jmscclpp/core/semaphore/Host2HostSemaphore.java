@@ -10,6 +10,7 @@ import org.jmscclpp.core.ConnectionContext;
 import org.jmscclpp.core.DeviceType;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.spi.Tokens;
 import org.jmscclpp.core.spi.Waiting;
@@ -59,6 +60,17 @@ public final class Host2HostSemaphore {
     public void signal() {
         synchronized (outbound) {   // concurrent signals must reach the peer in increasing order
             semaphore.connection().updateAndSync(semaphore.remoteMemory(), 0, outbound, outbound.get() + 1);
+        }
+    }
+
+    /**
+     * Writes {@code size} bytes of {@code src} to {@code dst} over this semaphore's connection, then
+     * raises the peer's token, as one {@link Connection#writeAndUpdate}: MSCCL++'s put-with-signal.
+     */
+    public void writeAndSignal(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
+        synchronized (outbound) {   // as signal(): tokens reach the peer in increasing order
+            semaphore.connection().writeAndUpdate(dst, dstOffset, src, srcOffset, size, semaphore.remoteMemory(), 0,
+                    outbound, outbound.get() + 1);
         }
     }
 

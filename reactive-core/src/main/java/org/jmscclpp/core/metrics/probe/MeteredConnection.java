@@ -58,6 +58,16 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
         signals.increment();
     }
 
+    /** The transport's own combined operation (one socket write on ETHERNET), counted as a write and a signal. */
+    @Override
+    public void writeAndUpdate(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size,
+                               RegisteredMemory tokenDst, long tokenOffset, AtomicLong localToken, long newValue) {
+        delegate.writeAndUpdate(dst, dstOffset, src, srcOffset, size, tokenDst, tokenOffset, localToken, newValue);
+        bytes.add(size);
+        writes.increment();
+        signals.increment();
+    }
+
     @Override
     public Mono<Void> flush(Duration timeout) {
         return new TimedMono(delegate.flush(timeout), this);
