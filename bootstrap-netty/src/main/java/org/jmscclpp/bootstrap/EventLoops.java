@@ -93,6 +93,11 @@ public final class EventLoops {
         }
     }
 
+    /** Whether the default event loops use the native epoll transport (else NIO). */
+    public static boolean epoll() {
+        return EPOLL;
+    }
+
     static Class<? extends SocketChannel> socketChannel() {
         return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
     }

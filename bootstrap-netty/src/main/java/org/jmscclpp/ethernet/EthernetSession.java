@@ -66,6 +66,8 @@ final class EthernetSession implements TransportProvider.Session {
     private final Backend backend;
     private final byte[] secret = new byte[EthernetWire.SECRET_BYTES];
     private final EventLoops.Lease loops;
+    /** The loop the receiving ends run on when the session uses the default event loops; null with a service's group. */
+    private final @Nullable EthernetProgress progress;
     private final Channel listener;
     private final InetSocketAddress listening;
     private final Map<Long, Region> regions = new ConcurrentHashMap<>();
@@ -95,9 +97,10 @@ final class EthernetSession implements TransportProvider.Session {
         this.backend = backend;
         RANDOM.nextBytes(secret);
         this.loops = EventLoops.lease(group);
+        this.progress = group == null ? EthernetProgress.acquire() : null;
         try {
             ServerBootstrap sb = new ServerBootstrap()
-                    .group(loops.group())
+                    .group(loops.group(), progress != null ? progress.loop() : loops.group())
                     .channel(loops.serverChannel())
                     .option(ChannelOption.SO_BACKLOG, 1024)
                     .childOption(ChannelOption.TCP_NODELAY, true)
@@ -127,6 +130,9 @@ final class EthernetSession implements TransportProvider.Session {
             this.listening = (InetSocketAddress) listener.localAddress();
         } catch (RuntimeException e) {
             loops.close();
+            if (progress != null) {
+                EthernetProgress.release();
+            }
             throw e;
         }
     }
@@ -277,7 +283,7 @@ final class EthernetSession implements TransportProvider.Session {
     }
 
     private boolean onEventLoop() {
-        return loops.inEventLoop();
+        return loops.inEventLoop() || progress != null && progress.loop().inEventLoop();
     }
 
     static JmscclppException error(ErrorCode code, ConnectionContext where, String detail) {
@@ -310,5 +316,8 @@ final class EthernetSession implements TransportProvider.Session {
         }
         regions.clear();
         loops.close();
+        if (progress != null) {
+            EthernetProgress.release();
+        }
     }
 }

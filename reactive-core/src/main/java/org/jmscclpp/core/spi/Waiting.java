@@ -7,6 +7,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.jmscclpp.core.JmscclppException;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -30,7 +31,8 @@ public final class Waiting {
      */
     public static final long SPIN_NANOS = Math.max(0, Long.getLong("jmscclpp.waitSpinMicros", 20)) * 1_000;
     private static final long FIRST_PARK_NANOS = 1_000;
-    private static final long MAX_PARK_NANOS = 100_000;
+    /** The longest park step of a waiter: how stale its look at the condition may get. */
+    public static final long MAX_PARK_NANOS = 100_000;
     /** Spins between two reads of the clock. */
     private static final int CLOCK_EVERY = 64;
 
@@ -46,6 +48,32 @@ public final class Waiting {
      * ETHERNET round trip.
      */
     private static final Set<Thread> PARKED = ConcurrentHashMap.newKeySet();
+
+    /**
+     * What a waiter may drive itself instead of parking: the receiving ends of a transport that
+     * stores this process's memory from a thread of its own (ETHERNET). One at a time, installed
+     * by the transport ({@link #progress(Progress)}).
+     */
+    private static volatile @Nullable Progress progress;
+
+    /**
+     * A transport's receive loop that a waiting thread can run itself, so that the kernel wakes the
+     * thread that waits rather than a receiver thread that then wakes it. Public for the transports
+     * in other modules; not an application API.
+     */
+    public interface Progress {
+        /**
+         * Runs the transport's receiving on the calling thread until {@code done} holds or
+         * {@code deadlineNanos} passes: 1 when done, 0 when not (deadline, interrupt, shutdown),
+         * -1 when this thread cannot drive now (the caller parks as usual and is {@link #wake() woken}).
+         */
+        int drive(BooleanSupplier done, long deadlineNanos);
+    }
+
+    /** Installs (or, with null, removes) the progress that waiters drive after their spin. */
+    public static void progress(@Nullable Progress p) {
+        progress = p;
+    }
 
     /** Longest wait: longer timeouts are cut to it, so deadline arithmetic never overflows. */
     static final Duration MAX_WAIT = Duration.ofDays(365);
@@ -91,6 +119,16 @@ public final class Waiting {
                     self = Thread.currentThread();
                     PARKED.add(self);
                     continue;
+                }
+                Progress p = progress;
+                if (p != null) {
+                    int driven = p.drive(condition, deadlineNanos);
+                    if (driven > 0) {
+                        return true;
+                    }
+                    if (driven == 0) {
+                        continue;   // the deadline or the interrupt: looked at above
+                    }
                 }
                 backoff.park(left);
             }

@@ -1,0 +1,240 @@
+package org.jmscclpp.ethernet;
+
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.ManualIoEventLoop;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.nio.NioIoHandler;
+import java.lang.reflect.Field;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+import org.jmscclpp.bootstrap.EventLoops;
+import org.jmscclpp.core.spi.Waiting;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The event loop that the receiving ends of this process's ETHERNET connections run on, driven by
+ * whichever thread needs it: a background thread ({@code jmscclpp-ethernet-rx}) while nobody waits,
+ * and a thread waiting for memory that ETHERNET writes ({@link Waiting#await}) while it waits, as
+ * an MPI progress engine lets the waiting caller poll the network itself.
+ *
+ * <p>Why: with the receiving ends on their own thread, every message that a parked waiter waits
+ * for costs two wake-ups in a row, the kernel waking the event loop and the event loop waking the
+ * waiter, where a blocking socket read costs one. Driven by the waiter, the kernel wakes the very
+ * thread that wants the bytes (a 1-int ping-pong of {@code bench ethernet} took about a quarter less
+ * on a 32-core host, 40% less in a run on a 2-core one). The hand-over itself (the background thread leaving
+ * {@code run} and the lock) happens while the waiter's own message is still on its way; a waiter
+ * that leaves gives the loop back lazily, so one that comes straight back finds it free.
+ *
+ * <p>Netty's {@link ManualIoEventLoop} takes one owner for good ({@code setOwningThread} refuses a
+ * second); here the owner changes hands under {@link #lock} through the loop's private field, and
+ * is nobody between two drivers. Where a Netty version lacks that field, only the background
+ * thread drives.
+ *
+ * <p>One Netty {@link ManualIoEventLoop} per process, shared by every session that uses the default
+ * event loops (a service that supplies its own group keeps its receiving ends there); only one
+ * thread drives it at a time ({@link #lock}). Virtual threads never drive it: {@code epoll_wait}
+ * would pin their carrier. Leased like {@link EventLoops}: the last {@link #release()} stops it.
+ */
+final class EthernetProgress implements Waiting.Progress {
+
+    /** How long the background thread blocks in one {@code run} when nothing happens. */
+    private static final long IDLE_RUN_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /** How often the background thread looks whether the waiter that drove the loop has left it. */
+    private static final long HANDBACK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** How long a waiter waits for the loop's lock before it parks instead (another waiter drives). */
+    private static final long LOCK_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** Whether waiters drive the loop; {@code -Djmscclpp.ethernet.callerDrives=false} leaves it to the background thread. */
+    static final boolean CALLER_DRIVES = Boolean.parseBoolean(System.getProperty("jmscclpp.ethernet.callerDrives",
+            "true"));
+
+    /** ManualIoEventLoop's owner, or null (then waiters never drive). */
+    private static final @Nullable Field OWNER = ownerField();
+
+    private static final Object LEASES = new Object();
+    private static @Nullable EthernetProgress shared;
+    private static int users;
+
+    private final ManualIoEventLoop loop;
+    private final ReentrantLock lock = new ReentrantLock();
+    /** Waiters that want the loop: the background thread leaves it to them. */
+    private final AtomicInteger wanted = new AtomicInteger();
+    private final Thread background;
+    private volatile boolean stopping;
+    /** The thread running the loop now, or null. */
+    private volatile @Nullable Thread driver;
+
+    private EthernetProgress() {
+        IoHandlerFactory io = EventLoops.epoll() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        loop = new ManualIoEventLoop(null, null, io);
+        background = Thread.ofPlatform().daemon().name("jmscclpp-ethernet-rx").unstarted(this::runInBackground);
+    }
+
+    /** The shared progress, started if this is its first user; each call needs one {@link #release()}. */
+    static EthernetProgress acquire() {
+        synchronized (LEASES) {
+            if (shared == null) {
+                shared = new EthernetProgress();
+                shared.background.start();
+                if (CALLER_DRIVES && OWNER != null) {
+                    Waiting.progress(shared);
+                }
+            }
+            users++;
+            return shared;
+        }
+    }
+
+    /** Gives back one {@link #acquire()}; the last user's release stops the loop (its channels are closed by then). */
+    static void release() {
+        EthernetProgress stop = null;
+        synchronized (LEASES) {
+            if (users == 0) {
+                return;
+            }
+            if (--users == 0) {
+                stop = shared;
+                shared = null;
+                Waiting.progress(null);
+            }
+        }
+        if (stop != null) {
+            stop.stop();
+        }
+    }
+
+    private static @Nullable Field ownerField() {
+        try {
+            Field f = ManualIoEventLoop.class.getDeclaredField("owningThread");
+            if (f.getType() != AtomicReference.class) {
+                return null;
+            }
+            f.setAccessible(true);
+            return f;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The loop the receiving ends register on. */
+    EventLoop loop() {
+        return loop;
+    }
+
+    /**
+     * Makes {@code thread} the loop's owner (null: nobody's, between two drivers). Netty's {@link ManualIoEventLoop} takes one owner for
+     * good ({@code setOwningThread} refuses a second); this loop changes hands under {@link #lock}, so
+     * the owner is set through the loop's private field (null where Netty lacks it: only the
+     * background thread then drives, see {@link #OWNER}).
+     */
+    @SuppressWarnings("unchecked")
+    private void own(@Nullable Thread thread) {
+        driver = thread;
+        try {
+            ((AtomicReference<Thread>) OWNER.get(loop)).set(thread);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void stop() {
+        stopping = true;
+        loop.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        loop.wakeup();
+        LockSupport.unpark(background);
+    }
+
+    /**
+     * The background thread: drives the loop whenever no waiter does. While a waiter holds the loop
+     * it looks again every {@link #HANDBACK_NANOS}, so a waiter that leaves hands the loop back
+     * without a wake-up of its own: a waiter that comes straight back (the next turn of a ping-pong)
+     * finds it free and pays nothing.
+     */
+    private void runInBackground() {
+        Thread self = Thread.currentThread();
+        while (!loop.isTerminated()) {
+            if ((wanted.get() > 0 && !stopping) || !lock.tryLock()) {
+                LockSupport.parkNanos(this, HANDBACK_NANOS);
+                continue;
+            }
+            try {
+                own(self);
+                while ((wanted.get() == 0 || stopping) && !loop.isTerminated()) {
+                    loop.run(IDLE_RUN_NANOS);
+                }
+            } finally {
+                own(null);
+                lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Runs the loop on this thread until {@code done} holds or the deadline passes: 1 done, 0 not
+     * done (deadline, interrupt or a stopping loop), -1 not driven (a virtual thread, or another
+     * thread drives now: this one parks and is woken as before). Between two looks at {@code done}
+     * the loop blocks at most {@link Waiting#MAX_PARK_NANOS}, as long as a parked waiter sleeps: the
+     * condition may come from memory that no ETHERNET frame writes.
+     */
+    @Override
+    public int drive(BooleanSupplier done, long deadlineNanos) {
+        Thread self = Thread.currentThread();
+        if (self.isVirtual() || stopping) {
+            return -1;
+        }
+        wanted.incrementAndGet();
+        boolean locked = lock.tryLock();
+        try {
+            if (!locked) {
+                if (driver != background) {
+                    return -1;   // another waiter drives: park, and its stores wake this one
+                }
+                loop.wakeup();   // the background thread leaves run() and the lock
+                try {
+                    locked = lock.tryLock(LOCK_WAIT_NANOS, TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    self.interrupt();
+                    return 0;
+                }
+                if (!locked) {
+                    return -1;
+                }
+            }
+            own(self);
+            long lastWork = System.nanoTime();
+            while (true) {
+                if (done.getAsBoolean()) {
+                    return 1;
+                }
+                long now = System.nanoTime();
+                long left = deadlineNanos - now;
+                if (left <= 0 || self.isInterrupted() || stopping || loop.isShuttingDown()) {
+                    return 0;
+                }
+                // right after a read the next frame is often already on its way (a write's signal
+                // follows it in a second frame): poll without sleeping for a spin's length first
+                if (now - lastWork < Waiting.SPIN_NANOS) {
+                    if (loop.run(-1) > 0) {
+                        lastWork = System.nanoTime();
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                } else if (loop.run(Math.min(left, Waiting.MAX_PARK_NANOS)) > 0) {
+                    lastWork = System.nanoTime();
+                }
+            }
+        } finally {
+            if (locked) {
+                // nobody owns the loop between two drivers: code of this thread that touches a channel
+                // afterwards must not run inline as if it were the event loop
+                own(null);
+                lock.unlock();
+            }
+            wanted.decrementAndGet();
+        }
+    }
+}

@@ -1,0 +1,60 @@
+package org.jmscclpp.ethernet;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.Channel;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.jmscclpp.bootstrap.EventLoops;
+import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.core.spi.Waiting;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The receiving ends of a session on the default event loops run on {@link EthernetProgress}'s loop,
+ * which a platform thread waiting in {@link Waiting#await} runs itself while it waits, which a
+ * virtual thread never runs, and which goes on without the waiter once it returned.
+ */
+class EthernetProgressTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(10);
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aWaitingPlatformThreadRunsTheReceivingEndsItselfAndHandsThemBack() throws Exception {
+        try (HostBackend backend = HostBackend.open(dir);
+             EthernetSession session = new EthernetSession(backend, InetAddress.getLoopbackAddress());
+             Socket peer = new Socket(session.listening().getAddress(), session.listening().getPort())) {
+            assertTrue(Waiting.await(() -> session.inboundCount() == 1, Waiting.deadline(WAIT)), "not accepted");
+            Channel inbound = session.inboundChannels().getFirst();
+
+            // a condition that holds only on the thread running the loop: a virtual waiter never gets there
+            CompletableFuture<Boolean> virtual = new CompletableFuture<>();
+            Thread.ofVirtual().start(() -> virtual.complete(
+                    Waiting.await(() -> inbound.eventLoop().inEventLoop(), Waiting.deadline(Duration.ofMillis(300)))));
+            assertFalse(virtual.get(WAIT.toSeconds(), TimeUnit.SECONDS), "a virtual thread ran the receiving ends");
+
+            // a platform waiter does, once its spin is over
+            assertTrue(Waiting.await(() -> inbound.eventLoop().inEventLoop(), Waiting.deadline(WAIT)),
+                    "the waiting thread never ran the receiving ends");
+            assertFalse(inbound.eventLoop().inEventLoop(), "the waiter still owns the loop after it returned");
+
+            // with nobody waiting the loop goes on: the peer's bytes are read, and a bad hello ends the channel
+            OutputStream out = peer.getOutputStream();
+            out.write(new byte[64]);
+            out.flush();
+            assertTrue(inbound.closeFuture().awaitUninterruptibly(WAIT.toMillis()), "nobody read the peer's bytes");
+        }
+        assertEquals(0, EventLoops.users());
+    }
+}
