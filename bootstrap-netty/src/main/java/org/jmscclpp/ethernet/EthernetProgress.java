@@ -48,7 +48,7 @@ final class EthernetProgress implements Waiting.Progress {
     private static final long HANDBACK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** How long a waiter waits for the loop's lock before it parks instead (another waiter drives). */
     private static final long LOCK_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
-    /** Whether waiters drive the loop; {@code -Djmscclpp.ethernet.callerDrives=false} leaves it to the background thread. */
+    /** Whether waiters drive the loop; {@code -Djmscclpp.ethernet.callerDrives=false} leaves it to the background. */
     static final boolean CALLER_DRIVES = Boolean.parseBoolean(System.getProperty("jmscclpp.ethernet.callerDrives",
             "true"));
 
@@ -70,8 +70,8 @@ final class EthernetProgress implements Waiting.Progress {
 
     private EthernetProgress() {
         IoHandlerFactory io = EventLoops.epoll() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        loop = new ManualIoEventLoop(null, null, io);
         background = Thread.ofPlatform().daemon().name("jmscclpp-ethernet-rx").unstarted(this::runInBackground);
+        loop = new ManualIoEventLoop(null, OWNER == null ? background : null, io);
     }
 
     /** The shared progress, started if this is its first user; each call needs one {@link #release()}. */
@@ -126,14 +126,18 @@ final class EthernetProgress implements Waiting.Progress {
     }
 
     /**
-     * Makes {@code thread} the loop's owner (null: nobody's, between two drivers). Netty's {@link ManualIoEventLoop} takes one owner for
-     * good ({@code setOwningThread} refuses a second); this loop changes hands under {@link #lock}, so
-     * the owner is set through the loop's private field (null where Netty lacks it: only the
-     * background thread then drives, see {@link #OWNER}).
+     * Makes {@code thread} the loop's owner (null: nobody's, between two drivers). Netty's
+     * {@link ManualIoEventLoop} takes one owner for good ({@code setOwningThread} refuses a second);
+     * this loop changes hands under {@link #lock}, so the owner is set through the loop's private
+     * field. Where Netty lacks it ({@link #OWNER} null) the background thread owns the loop from the
+     * start, waiters never drive, and this only records the driver.
      */
     @SuppressWarnings("unchecked")
     private void own(@Nullable Thread thread) {
         driver = thread;
+        if (OWNER == null) {
+            return;
+        }
         try {
             ((AtomicReference<Thread>) OWNER.get(loop)).set(thread);
         } catch (IllegalAccessException e) {
