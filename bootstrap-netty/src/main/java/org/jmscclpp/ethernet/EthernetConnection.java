@@ -213,9 +213,7 @@ final class EthernetConnection implements Connection {
         long region = checkToken(dst, dstOffset, phase);
         sendLock.lock();
         try {
-            checkUsable(phase);
-            localToken.set(newValue);
-            send(new ByteBuffer[] {token(region, dstOffset, newValue)}, phase);
+            sendToken(region, dstOffset, localToken, newValue, phase);
         } finally {
             sendLock.unlock();
         }
@@ -279,9 +277,7 @@ final class EthernetConnection implements Connection {
                 done += n;
             }
             if (size == 0 && tokenDst != null) {
-                checkUsable(phase);
-                localToken.set(newValue);
-                send(new ByteBuffer[] {token(tokenRegion, tokenOffset, newValue)}, phase);
+                sendToken(tokenRegion, tokenOffset, localToken, newValue, phase);
             }
         } finally {
             sendLock.unlock();
@@ -296,6 +292,13 @@ final class EthernetConnection implements Connection {
                     + " is not 8-byte aligned: a 64-bit token must be aligned to be stored atomically");
         }
         return region;
+    }
+
+    /** A TOKEN frame alone: sets {@code localToken} and sends it. Holding sendLock. */
+    private void sendToken(long region, long dstOffset, AtomicLong localToken, long newValue, String phase) {
+        checkUsable(phase);
+        localToken.set(newValue);
+        send(new ByteBuffer[] {token(region, dstOffset, newValue)}, phase);
     }
 
     /** The next TOKEN frame, in {@link #tokenHeader}. Holding sendLock. */

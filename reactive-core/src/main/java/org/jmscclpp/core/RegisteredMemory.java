@@ -256,9 +256,11 @@ public final class RegisteredMemory implements AutoCloseable {
     private static RegisteredMemory materialize(long address, long size, TransportFlags transports, long hostHash,
                                                 long pidHash, Device device, Map<Transport, byte[]> handles, Backend backend) {
         Map<Transport, byte[]> frozen = copyOf(handles);
-        boolean sameProcess = hostHash == HostIdentity.hostHash() && pidHash == HostIdentity.pidHash();
-        if (sameProcess && !(backend.importsOwnMemory() && backend.ipcTransports().and(transports).toSet().stream()
-                .anyMatch(handles::containsKey))) {
+        boolean sameHost = hostHash == HostIdentity.hostHash();
+        // the first IPC transport of both the memory and the backend that came with a handle: what maps it here
+        Transport ipc = !sameHost ? null : backend.ipcTransports().and(transports).toSet().stream()
+                .filter(handles::containsKey).findFirst().orElse(null);
+        if (sameHost && pidHash == HostIdentity.pidHash() && !(backend.importsOwnMemory() && ipc != null)) {
             LocalRegistration reg = LOCAL.get(address);
             if (reg == null || reg.buffer().isClosed() || reg.buffer().size() < size) {
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no live buffer of " + size + " bytes at 0x"
@@ -268,15 +270,10 @@ public final class RegisteredMemory implements AutoCloseable {
             return new RegisteredMemory(Origin.SAME_PROCESS, address, size, transports, hostHash, pidHash, device,
                     frozen, reg.buffer(), List.of());
         }
-        if (hostHash == HostIdentity.hostHash()) {
-            for (Transport t : backend.ipcTransports().and(transports).toSet()) {
-                byte[] handle = handles.get(t);
-                if (handle != null) {
-                    DeviceBuffer mapping = backend.importMemory(t, handle, size);
-                    return new RegisteredMemory(Origin.MAPPED, address, size, transports, hostHash, pidHash, device,
-                            frozen, mapping, List.of());
-                }
-            }
+        if (ipc != null) {
+            DeviceBuffer mapping = backend.importMemory(ipc, handles.get(ipc), size);
+            return new RegisteredMemory(Origin.MAPPED, address, size, transports, hostHash, pidHash, device, frozen,
+                    mapping, List.of());
         }
         return new RegisteredMemory(Origin.REMOTE, address, size, transports, hostHash, pidHash, device, frozen, null, List.of());
     }
