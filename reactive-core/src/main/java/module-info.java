@@ -30,6 +30,7 @@ module org.jmscclpp.core {
     exports org.jmscclpp.core.proxy;
     exports org.jmscclpp.core.semaphore;
     exports org.jmscclpp.core.spi to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
+    exports org.jmscclpp.core.hierarchy to org.jmscclpp.nativebridge;
     exports org.jmscclpp.core.log to org.jmscclpp.bootstrap, org.jmscclpp.nativebridge;
 
     uses org.jmscclpp.core.spi.BackendProvider;

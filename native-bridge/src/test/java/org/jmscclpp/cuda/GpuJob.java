@@ -12,7 +12,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import org.jmscclpp.testkit.ChildJvm;
 import org.junit.jupiter.api.Assumptions;
 
@@ -56,7 +58,21 @@ public final class GpuJob {
     /** {@link #runAndPrint(String, int, Duration, Path, String, String...)} with the ranks running {@code rankMain}. */
     public static void runAndPrint(Class<?> rankMain, String label, int nRanks, Duration timeout, Path logs,
                                    String scenario, String... args) {
-        List<String> outputs = run(rankMain, nRanks, timeout, logs, scenario, args);
+        runAndPrint(rankMain, rank -> Map.of(), label, nRanks, timeout, logs, scenario, args);
+    }
+
+    /**
+     * {@link #runAndPrint(Class, String, int, Duration, Path, String, String...)} with {@code envOf(rank)}
+     * added to each rank's environment (a host id per rank, say).
+     */
+    public static void runAndPrint(Class<?> rankMain, IntFunction<Map<String, String>> envOf, String label,
+                                   int nRanks, Duration timeout, Path logs, String scenario, String... args) {
+        RankProcess start = (rank, flags, main, a) -> {
+            ProcessBuilder pb = SAME_USER.builder(rank, flags, main, a);
+            pb.environment().putAll(envOf.apply(rank));
+            return pb;
+        };
+        List<String> outputs = run(start, rankMain, nRanks, timeout, logs, scenario, args);
         for (int rank = 0; rank < outputs.size(); rank++) {
             System.out.print("[" + label + " rank " + rank + "]\n" + outputs.get(rank));
         }

@@ -93,7 +93,8 @@ public final class CollBench {
         }
         String command = "jmscclpp bench coll " + String.join(" ", args);
         err.println("bench: " + CollectiveRun.label(o.kind()) + " (" + algorithm + ") on the " + o.backend()
-                + " backend, " + o.ranks() + " processes ...");
+                + " backend, " + o.ranks() + " processes" + (o.hosts() > 1 ? " as " + o.hosts() + " hosts" : "")
+                + " ...");
         Streamed lines = new Streamed(command, o, algorithm, out, err);
         List<String> rankArgs = new ArrayList<>(List.of(CollBenchRankSample.NAME));
         rankArgs.addAll(o.rankArgs());
@@ -101,7 +102,7 @@ public final class CollBench {
         // each rank takes its local GPU: an inherited explicit device would put all on one
         env.put(CudaBackend.DEVICE_ENV, "");
         BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(o.ranks()).mainClass(rankMain, rankArgs).env(env)
-                        .jvmArgs(jvmArgs),
+                        .rankEnv(o::hostEnv).jvmArgs(jvmArgs),
                 JOB_TIMEOUT, line -> !line.stderr() && line.rank() == 0 && line.text().startsWith("COLL-")
                         && lines.add(line.text()));
         CollReport report = lines.finish();

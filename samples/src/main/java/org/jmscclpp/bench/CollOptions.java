@@ -3,6 +3,7 @@ package org.jmscclpp.bench;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveKind;
 import org.jmscclpp.core.collective.DataType;
@@ -26,6 +27,10 @@ import picocli.CommandLine.Parameters;
  *
  * @param ranks     processes ({@code --ranks}, default 2): one GPU each, so nccl-tests' {@code -g} and
  *                  {@code -t} take only 1
+ * @param hosts     {@code --hosts H} (default 1): the ranks act as H hosts of {@code ranks / H}
+ *                  consecutive ranks each ({@code MSCCLPP_HOSTID}, and {@code NCCL_HOSTID} for the
+ *                  baseline, differ per group), so that the library runs the collectives of jobs that
+ *                  span hosts (no CUDA IPC or shared memory between the groups, the network between them)
  * @param kind      the collective; {@link CollectiveKind#SEND} is sendrecv
  * @param type      {@code -d}: any of NCCL's types, by nccl-tests' names
  * @param op        {@code -o}: the reduction of allreduce, reducescatter and reduce (default sum)
@@ -47,12 +52,12 @@ import picocli.CommandLine.Parameters;
  * @param plot      {@code --plot FILE.png}, or null
  * @param json      {@code --json FILE}, or null
  */
-public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceOp op, int root, String backend,
+public record CollOptions(int ranks, int hosts, CollectiveKind kind, DataType type, ReduceOp op, int root, String backend,
                           @Nullable String algorithm, long minBytes, long maxBytes, int factor, int iters, int warmup,
                           int check, int graph, boolean nccl, boolean staged, int overhead, @Nullable Path plot,
                           @Nullable Path json) {
 
-    public static final String SYNOPSIS = "jmscclpp bench coll [COLLECTIVE] [--ranks 2] [-d float] [-o sum] [-r 0]"
+    public static final String SYNOPSIS = "jmscclpp bench coll [COLLECTIVE] [--ranks 2] [--hosts 1] [-d float] [-o sum] [-r 0]"
             + " [--backend host|cuda] [--algo NAME] [-b 8] [-e 32M] [-f 2] [-n 20] [-w 5] [-c 1] [-G G]"
             + " [--baseline nccl] [--staged on|off] [--overhead 1000] [--plot FILE.png] [--json FILE]";
 
@@ -104,6 +109,10 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
         @Nullable String coll;
         @Option(names = "--ranks", paramLabel = "N", description = "rank processes, one GPU each (default: 2)")
         int ranks = 2;
+        @Option(names = "--hosts", paramLabel = "H", description = "act as H hosts of ranks/H consecutive ranks each"
+                + " (a different MSCCLPP_HOSTID and NCCL_HOSTID per group): the collectives of jobs that span hosts,"
+                + " the network between the groups (default: 1)")
+        int hosts = 1;
         @Option(names = {"-d", "--datatype"}, paramLabel = "TYPE", converter = SampleArgs.Type.class,
                 description = "float (default), half, bfloat16, double, f8e4m3, f8e5m2, int8, uint8, int32, uint32,"
                         + " int64, uint64")
@@ -205,6 +214,11 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
             }
             SampleArgs.range("--ranks", ranks, 1, 64);
             SampleArgs.range("--root", root, 0, 63);
+            SampleArgs.range("--hosts", hosts, 1, ranks);
+            if (ranks % hosts != 0) {
+                throw new IllegalArgumentException("--hosts " + hosts + " does not divide --ranks " + ranks
+                        + ": every host holds the same number of ranks");
+            }
             SampleArgs.range("-f", factor, 2, 1024);
             SampleArgs.range("-n", iters, 1, 100_000_000);
             SampleArgs.range("-w", warmup, 0, 100_000_000);
@@ -239,7 +253,7 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
             if (graph > 0 && !backend.equals("cuda")) {
                 throw new IllegalArgumentException("--graph needs --backend cuda (CUDA graphs)");
             }
-            return new CollOptions(ranks, kind, type, reduction != null ? reduction : ReduceOp.SUM, root, backend,
+            return new CollOptions(ranks, hosts, kind, type, reduction != null ? reduction : ReduceOp.SUM, root, backend,
                     algorithm, minBytes, maxBytes, factor, iters, warmup, check, graph, nccl,
                     stage != null ? stage : backend.equals("host"), overhead, plot, json);
         }
@@ -258,13 +272,25 @@ public record CollOptions(int ranks, CollectiveKind kind, DataType type, ReduceO
         }
     }
 
+    /**
+     * The variables that place a rank on its pretend host under {@code --hosts}: none for one host.
+     */
+    Map<String, String> hostEnv(int rank) {
+        if (hosts == 1) {
+            return Map.of();
+        }
+        String id = "bench-host-" + rank / (ranks / hosts);
+        return Map.of("MSCCLPP_HOSTID", id, "NCCL_HOSTID", id);
+    }
+
     /** The arguments that make a rank run these options. */
     List<String> rankArgs() {
         List<String> a = new ArrayList<>(List.of("--coll", CollectiveRun.sampleName(kind), "-d", type.label(),
                 "-o", op.label(), "--root", Integer.toString(root), "--backend", backend,
                 "-b", Long.toString(minBytes), "-e", Long.toString(maxBytes), "-f", Integer.toString(factor),
                 "-n", Integer.toString(iters), "-w", Integer.toString(warmup), "-c", Integer.toString(check),
-                "--graph", Integer.toString(graph), "--ranks", Integer.toString(ranks), "--staged", staged ? "on" : "off",
+                "--graph", Integer.toString(graph), "--ranks", Integer.toString(ranks),
+                "--hosts", Integer.toString(hosts), "--staged", staged ? "on" : "off",
                 "--overhead", Integer.toString(overhead)));
         if (algorithm != null) {
             a.addAll(List.of("--algo", algorithm));

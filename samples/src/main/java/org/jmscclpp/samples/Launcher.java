@@ -30,6 +30,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.IntFunction;
 import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.core.ErrorCode;
@@ -158,6 +159,7 @@ public final class Launcher {
         private String mainClass = SAMPLE_MAIN;
         private List<String> programArgs = List.of();
         private final Map<String, String> env = new LinkedHashMap<>();
+        private IntFunction<Map<String, String>> rankEnv = rank -> Map.of();
         private List<String> jvmArgs = List.of();
         private Consumer<OutputLine> output = line ->
                 (line.stderr() ? System.err : System.out).println("[rank " + line.rank() + "] " + line.text());
@@ -195,6 +197,12 @@ public final class Launcher {
         /** Adds variables to every rank's environment; the rank variables set by the launcher win. */
         public Builder env(Map<String, String> vars) {
             env.putAll(vars);
+            return this;
+        }
+
+        /** Variables of one rank's process, set after {@link #env}'s (a rank's own host id, say). */
+        public Builder rankEnv(IntFunction<Map<String, String>> varsOf) {
+            this.rankEnv = Objects.requireNonNull(varsOf, "varsOf");
             return this;
         }
 
@@ -266,6 +274,7 @@ public final class Launcher {
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
                 env.putAll(b.env);
+                env.putAll(b.rankEnv.apply(rank));
                 env.put(RankEnvironment.COMM_ID, rootAddress);
                 env.put(BootstrapOptions.SECRET_ENV, secret);
                 env.put(RankEnvironment.JMSCCLPP_RANK, Integer.toString(rank));

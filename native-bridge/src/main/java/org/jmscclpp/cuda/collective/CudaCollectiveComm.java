@@ -467,6 +467,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     @Override
     protected void checkBuffer(DeviceBuffer buffer, String which) {
+        checkGpuBuffer(backend, rank, buffer, which);
+    }
+
+    /** INVALID_USAGE naming {@code which} when {@code buffer} is not memory of {@code backend}'s GPU. */
+    static void checkGpuBuffer(CudaBackend backend, int rank, DeviceBuffer buffer, String which) {
         if (!backend.owns(buffer)) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + which + " buffer is not memory of this"
                     + " GPU (allocate it with the CUDA backend, or wrap a device pointer with CudaBackend.wrap): "

@@ -40,7 +40,9 @@ import org.jmscclpp.testkit.CollectiveReference;
  *   <li>{@code coll-group}: one group mixing a ring of sends and receives, an alltoallv by sends
  *       and receives of uneven sizes, and two collectives;</li>
  *   <li>{@code coll-mismatch}: ranks calling allreduce with different counts all fail with
- *       INVALID_USAGE naming both, and the communicator refuses later calls.</li>
+ *       INVALID_USAGE naming both, and the communicator refuses later calls;</li>
+ *   <li>{@code coll-hosts}: run with the ranks on two pretend hosts ({@code MSCCLPP_HOSTID}), the
+ *       hierarchical collectives: every kind, reductions within {@link CollectiveReference}'s bound.</li>
  * </ul>
  */
 final class CollectiveScenarios {
@@ -56,6 +58,9 @@ final class CollectiveScenarios {
     private final CudaBackend backend;
     private final Arena arena = Arena.ofShared();
     private int calls;
+
+    /** Reductions checked within the accumulation bound rather than byte for byte (the hierarchical engine's). */
+    private boolean bounded;
 
     private CollectiveScenarios(GpuRankMain r) {
         this.r = r;
@@ -82,6 +87,7 @@ final class CollectiveScenarios {
                 case "coll-graph" -> s.graph((CudaCollectiveComm) comm);
                 case "coll-group" -> s.group(comm);
                 case "coll-mismatch" -> s.mismatch(comm);
+                case "coll-hosts" -> s.acrossHosts(comm);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
             GpuRankMain.say(String.format("OK %s: %d calls checked in %.1f s", scenario, s.calls,
@@ -341,6 +347,11 @@ final class CollectiveScenarios {
 
     private String reduced(Arena arena, DataType type, ReduceOp op, MemorySegment[] inputs, long inputOffset,
                            MemorySegment out, long count) {
+        if (bounded) {
+            long[] offsets = new long[n];
+            java.util.Arrays.fill(offsets, inputOffset);
+            return CollectiveReference.checkReduced(type, op, inputs, offsets, out, 0, count);
+        }
         MemorySegment expected = arena.allocate(count * type.bytes(), 8);
         long[] offsets = new long[n];
         java.util.Arrays.fill(offsets, inputOffset);
@@ -359,6 +370,69 @@ final class CollectiveScenarios {
     }
 
     // ---------------------------------------------------------------------------------------------
+
+    /**
+     * {@code coll-hosts}: the ranks span (pretend) hosts, so the engine runs the hierarchical
+     * collectives; every kind over a spread of (type, op) pairs, counts, offsets and placements, the
+     * reductions checked against the exact result within the accumulation bound (the hosts' partial
+     * results are folded in another order than one host's), the rest byte for byte.
+     */
+    private void acrossHosts(CollectiveComm comm) {
+        DeviceBuffer probe = backend.allocate(4096);
+        try {
+            String algorithm = comm.algorithmFor(CollectiveCall.allReduce(probe, probe, 1024, DataType.FLOAT32,
+                    ReduceOp.SUM)).name();
+            GpuRankMain.say("allReduce runs " + algorithm);
+            if (!algorithm.equals("hier")) {
+                throw new AssertionError("ranks that span hosts run the hierarchical allReduce, not " + algorithm);
+            }
+        } finally {
+            probe.close();
+        }
+        bounded = true;
+        DeviceBuffer send = backend.allocate(n * LARGE * 8 + 64);
+        DeviceBuffer recv = backend.allocate(n * LARGE * 8 + 64);
+        try {
+            List<String> failures = new ArrayList<>();
+            List<Object[]> pairs = List.of(new Object[] {DataType.FLOAT32, ReduceOp.SUM},
+                    new Object[] {DataType.BFLOAT16, ReduceOp.SUM}, new Object[] {DataType.FLOAT16, ReduceOp.AVG},
+                    new Object[] {DataType.FP8_E4M3, ReduceOp.SUM}, new Object[] {DataType.FP8_E5M2, ReduceOp.PROD},
+                    new Object[] {DataType.INT32, ReduceOp.SUM}, new Object[] {DataType.INT64, ReduceOp.PROD},
+                    new Object[] {DataType.UINT8, ReduceOp.AVG}, new Object[] {DataType.FLOAT64, ReduceOp.MIN},
+                    new Object[] {DataType.BFLOAT16, ReduceOp.MAX}, new Object[] {DataType.FLOAT32, ReduceOp.PROD});
+            for (Object[] pair : pairs) {
+                for (CollectiveKind kind : List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.REDUCE_SCATTER,
+                        CollectiveKind.REDUCE)) {
+                    hostCases(comm, kind, (DataType) pair[0], (ReduceOp) pair[1], send, recv, failures);
+                }
+            }
+            for (DataType type : List.of(DataType.INT8, DataType.FLOAT16, DataType.FLOAT32)) {
+                for (CollectiveKind kind : List.of(CollectiveKind.ALL_GATHER, CollectiveKind.BROADCAST,
+                        CollectiveKind.ALL_TO_ALL, CollectiveKind.SEND)) {
+                    hostCases(comm, kind, type, null, send, recv, failures);
+                }
+            }
+            GpuRankMain.say("across hosts: " + calls + " calls, " + failures.size() + " failures");
+            if (!failures.isEmpty()) {
+                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
+                        failures.subList(0, Math.min(20, failures.size()))));
+            }
+        } finally {
+            recv.close();
+            send.close();
+        }
+    }
+
+    private void hostCases(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, DeviceBuffer send,
+                           DeviceBuffer recv, List<String> failures) {
+        for (long count : new long[] {0, 1, 7, n - 1, LARGE}) {
+            for (long offset : new long[] {0, 13}) {
+                for (boolean inPlace : kind == CollectiveKind.SEND ? new boolean[] {false} : new boolean[] {false, true}) {
+                    check(comm, kind, type, op, count, offset, inPlace, null, send, recv, failures);
+                }
+            }
+        }
+    }
 
     private void external(CollectiveComm comm) {
         CudaCollectiveComm cuda = (CudaCollectiveComm) comm;

@@ -24,6 +24,7 @@ import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.hierarchy.HierarchicalComm;
 import org.jmscclpp.testkit.CollectiveReference;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jspecify.annotations.Nullable;
@@ -87,7 +88,7 @@ class HostCollectivesTest {
                 communicators.add(c);
                 int rank = r;
                 setups.add(hostOf == null ? CollectiveComm.create(c, options)
-                        : HierarchicalHostComm.create(c, options, tuning, () -> 0x5EED0000L + hostOf.applyAsInt(rank),
+                        : HierarchicalComm.create(c, options, tuning, HostCollectiveEngine.LEVEL, () -> 0x5EED0000L + hostOf.applyAsInt(rank),
                         Transport.HOST_IPC));
             }
             List<CollectiveComm> made = Flux.mergeSequential(setups).collectList().block(LIMIT);
@@ -120,7 +121,7 @@ class HostCollectivesTest {
 
     /**
      * The same matrix with the ranks spread over {@code hosts} pretend hosts, rank r on host
-     * {@code r % hosts} (so no host's ranks are contiguous), running {@link HierarchicalHostComm}:
+     * {@code r % hosts} (so no host's ranks are contiguous), running {@link HierarchicalComm}:
      * shared memory inside each host, and the rail's writes and signals over HOST_IPC connections
      * standing in for the network (HostCollectivesAcrossHostsTest runs them over ETHERNET). Two
      * shapes: both levels (2 hosts of 2) and the rail alone over 3 hosts (6 ranks on 3 hosts passes
@@ -130,35 +131,6 @@ class HostCollectivesTest {
     @CsvSource({"4, 2", "3, 3"})
     void everyCallSpanningHosts(int n, int hosts) {
         everyCall(n, false, r -> r % hosts);
-    }
-
-    /**
-     * The hierarchical allReduce's AVG divides a sum once: the quotient of every type is the one
-     * {@link org.jmscclpp.core.collective.Reductions#reduceBits} gives for an average, a sum of -0
-     * included (it stays -0).
-     */
-    @Test
-    void theHierarchicalAverageDividesASumAsReduceBitsAverages() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(8);
-            s.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, -0.0f);
-            HierarchicalHostComm.divide(DataType.FLOAT32, s, 0, 1, 4);
-            assertEquals(Float.floatToRawIntBits(-0.0f),
-                    Float.floatToRawIntBits(s.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0)));
-            s.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, 0, -0.0);
-            HierarchicalHostComm.divide(DataType.FLOAT64, s, 0, 1, 3);
-            assertEquals(Double.doubleToRawLongBits(-0.0),
-                    Double.doubleToRawLongBits(s.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, 0)));
-            s.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, 7.0f);
-            HierarchicalHostComm.divide(DataType.FLOAT32, s, 0, 1, 2);
-            assertEquals(3.5f, s.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0));
-            s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, -7);
-            HierarchicalHostComm.divide(DataType.INT32, s, 0, 1, 2);
-            assertEquals(-3, s.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "truncates toward zero");
-            s.set(ValueLayout.JAVA_INT_UNALIGNED, 0, -2);
-            HierarchicalHostComm.divide(DataType.UINT32, s, 0, 1, 2);
-            assertEquals(0x7FFFFFFF, s.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "unsigned division");
-        }
     }
 
     /** Hosts of 2 and 1 ranks: every rank's setup fails with INVALID_USAGE naming both hosts' ranks. */
@@ -174,7 +146,8 @@ class HostCollectivesTest {
                 backends.add(HostBackend.open());
                 communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
                 long hash = 0x5EED0000L + r % 2;
-                setups.add(HierarchicalHostComm.create(communicators.get(r), CollectiveOptions.defaults(), hostTuning(),
+                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(), hostTuning(),
+                        HostCollectiveEngine.LEVEL,
                         () -> hash, Transport.HOST_IPC).materialize());
             }
             List<Signal<CollectiveComm>> results = Flux.mergeSequential(setups).collectList().block(LIMIT);

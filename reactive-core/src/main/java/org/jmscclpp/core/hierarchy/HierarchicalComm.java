@@ -1,4 +1,4 @@
-package org.jmscclpp.core.host;
+package org.jmscclpp.core.hierarchy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
+import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
@@ -45,10 +46,11 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /**
- * The host backend's collectives when the ranks span hosts: every op runs as steps inside each
- * host, on a {@link HostCollectiveComm} of that host's ranks over shared memory, and steps between
- * the hosts, each rank exchanging with its <em>rail</em> (the ranks of the other hosts with the same
- * local index) over the network.
+ * The collectives of a job whose ranks span hosts, for any backend: every op runs as steps inside
+ * each host, on the backend's own collective communicator of that host's ranks (shared memory on
+ * the host backend, CUDA IPC and NVLink on the CUDA backend), and steps between the hosts, each
+ * rank exchanging with its <em>rail</em> (the ranks of the other hosts with the same local index)
+ * over the network. An engine whose job spans hosts calls {@link #create} with its {@link Level}.
  *
  * <h2>Layout</h2>
  * Hosts are told apart by {@link HostIdentity#hostHash()} ({@code MSCCLPP_HOSTID} where set) and
@@ -70,43 +72,76 @@ import reactor.core.publisher.Sinks;
  *   <li>allToAll: inside the host, local rank {@code j} collects what the host sends to every
  *       host's local rank {@code j}; each rail then exchanges those blocks, and every rank places
  *       what came.</li>
- *   <li>send/recv: over the host's shared memory when both ranks share a host; otherwise over the
- *       bootstrap's connection between them (messages of at most {@value #CHUNK} bytes), the
- *       receiver checking the sender's descriptor and answering before any data moves.</li>
+ *   <li>send/recv: inside a host, a group of the host's communicator; between hosts, over the
+ *       bootstrap's connection (messages of at most {@value #CHUNK} bytes), the receiver checking
+ *       the sender's descriptor and answering before any data moves.</li>
  * </ul>
  * The steps between hosts run on a {@link HostRail}: one-sided writes and semaphore signals over
- * {@code ETHERNET} connections between the rail's members. Calls are always staged (registering a
- * buffer is accepted and changes nothing). Before every collective call the ranks compare their
- * descriptors over the bootstrap; ranks that disagree fail with INVALID_USAGE naming them.
- * Calls run one batch at a time on a virtual thread, in issue order.
+ * {@code ETHERNET} connections between the rail's members, in host memory of a host backend (the
+ * communicator's own on CPU ranks; one of this communicator's on other backends). What a rail
+ * step sends and receives is staged between the backend's memory and the host: on GPUs a copy to
+ * and from the device per step, as NCCL's socket transport stages. Calls are always staged
+ * (registering a buffer is accepted and changes nothing). Before every collective call the ranks
+ * compare their descriptors over the bootstrap; ranks that disagree fail with INVALID_USAGE naming
+ * them. Calls run one batch at a time on a virtual thread, in issue order.
+ *
+ * <h2>Precision</h2>
+ * Sums, products and averages of 8- and 16-bit floats run in float32 through both levels and round
+ * to the type once, as on one host.
  */
-final class HierarchicalHostComm extends AbstractCollectiveComm {
+public final class HierarchicalComm extends AbstractCollectiveComm {
 
-    static final String TOPOLOGY = "hosts";
+    /** The topology name of this communicator's tuning rows. */
+    public static final String TOPOLOGY = "hosts";
     /** Largest bootstrap message of a send or receive between hosts. */
     static final int CHUNK = 4 << 20;
 
-    static final List<Algorithm> ALGORITHMS = List.of(
-            new Algorithm(CollectiveKind.ALL_REDUCE, "hier", 11,
+    /** The algorithms, one per kind (ids 101 to 107, apart from any engine's own). */
+    public static final List<Algorithm> ALGORITHMS = List.of(
+            new Algorithm(CollectiveKind.ALL_REDUCE, "hier", 101,
                     "allReduce in each host, slice i reduced over rail i between hosts, allGather in each host"),
-            new Algorithm(CollectiveKind.ALL_GATHER, "hier", 12,
+            new Algorithm(CollectiveKind.ALL_GATHER, "hier", 102,
                     "allGather in each host, then the host blocks over each rail"),
-            new Algorithm(CollectiveKind.REDUCE_SCATTER, "hier", 13, "the hierarchical allReduce, then this rank's slot"),
-            new Algorithm(CollectiveKind.BROADCAST, "hier", 14,
+            new Algorithm(CollectiveKind.REDUCE_SCATTER, "hier", 103, "the hierarchical allReduce, then this rank's slot"),
+            new Algorithm(CollectiveKind.BROADCAST, "hier", 104,
                     "broadcast in the root's host, then from each of its ranks over its rail"),
-            new Algorithm(CollectiveKind.REDUCE, "hier", 15, "the hierarchical allReduce, kept by the root"),
-            new Algorithm(CollectiveKind.ALL_TO_ALL, "hier", 16,
+            new Algorithm(CollectiveKind.REDUCE, "hier", 105, "the hierarchical allReduce, kept by the root"),
+            new Algorithm(CollectiveKind.ALL_TO_ALL, "hier", 106,
                     "allToAll in each host grouped by destination local index, then over each rail"),
-            new Algorithm(CollectiveKind.SEND, "hier", 17,
-                    "shared memory inside a host, the bootstrap's connection between hosts"),
-            new Algorithm(CollectiveKind.RECV, "hier", 17,
-                    "shared memory inside a host, the bootstrap's connection between hosts"));
+            new Algorithm(CollectiveKind.SEND, "hier", 107,
+                    "the host's own communicator inside a host, the bootstrap's connection between hosts"),
+            new Algorithm(CollectiveKind.RECV, "hier", 107,
+                    "the host's own communicator inside a host, the bootstrap's connection between hosts"));
+
+    /**
+     * What an engine supplies for the steps inside one host.
+     */
+    public interface Level {
+
+        /** Sets up the engine's collective communicator of one host's ranks (over {@code hostCommunicator}). */
+        Mono<CollectiveComm> create(Communicator hostCommunicator, CollectiveOptions options, TuningTable tuning);
+
+        /** Throws INVALID_USAGE naming {@code which} when the engine cannot take {@code buffer}. */
+        void checkBuffer(Backend backend, int rank, DeviceBuffer buffer, String which);
+
+        /**
+         * The backend whose host memory the rails register for the network: null where the
+         * communicator's own backend gives host memory (the host backend), else a host backend
+         * opened for this communicator, which closes it.
+         */
+        default @Nullable Backend openRailBackend() {
+            return null;
+        }
+    }
 
     /** Bootstrap tags (this prefix | the options' tag): point-to-point messages between hosts and their answers. */
     private static final int P2P_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
 
-    private final HostBackend backend;
+    private final Backend backend;
+    private final Level level;
+    /** The rail's host backend when this communicator opened one (non-host backends), else null. */
+    private final @Nullable Backend railBackend;
     private final Bootstrap bootstrap;
     /** ranksOf[h][i]: the rank of local index i on host h. */
     private final int[][] ranksOf;
@@ -120,13 +155,17 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     private final CollectiveComm hostComm;
     private final HostRail rail;
     private final ExecutorService worker;
-    private final Scratch scratch = new Scratch();
+    private final Scratch scratch;
 
-    private HierarchicalHostComm(Communicator communicator, CollectiveOptions options, HostBackend backend,
-                                 TuningTable tuning, int[][] ranksOf, Communicator hostCommunicator,
-                                 CollectiveComm hostComm, HostRail rail) {
+    private HierarchicalComm(Communicator communicator, CollectiveOptions options, Level level,
+                             @Nullable Backend railBackend, TuningTable tuning, int[][] ranksOf,
+                             Communicator hostCommunicator, CollectiveComm hostComm, HostRail rail) {
         super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
-        this.backend = backend;
+        this.backend = communicator.backend();
+        this.level = level;
+        this.railBackend = railBackend;
+        // where the backend's memory is the host's (no rail backend of its own), scratch is host memory
+        this.scratch = new Scratch(railBackend == null ? null : backend);
         this.bootstrap = communicator.bootstrap();
         this.ranksOf = ranksOf;
         this.hosts = ranksOf.length;
@@ -173,27 +212,31 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         return ranksOf;
     }
 
-    static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning) {
-        return create(communicator, options, tuning, HostIdentity::hostHash, Transport.ETHERNET);
+    /**
+     * Sets up the collectives of {@code communicator}, whose ranks span hosts, with {@code level}'s
+     * communicators inside each host and the rails between hosts over {@code ETHERNET}. Every rank
+     * of the job calls it at once.
+     */
+    public static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning,
+                                              Level level) {
+        return create(communicator, options, tuning, level, HostIdentity::hostHash, Transport.ETHERNET);
     }
 
     /**
      * As above, with {@code hostHash} telling this rank's host and {@code railTransport} carrying the
      * steps between hosts (tests split one host into several, and connect them over HOST_IPC).
      */
-    static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning,
-                                       LongSupplier hostHash, Transport railTransport) {
-        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, hostHash.getAsLong(), railTransport));
+    public static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options,
+                                              TuningTable tuning, Level level, LongSupplier hostHash,
+                                              Transport railTransport) {
+        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, level, hostHash.getAsLong(),
+                railTransport));
     }
 
-    private static HierarchicalHostComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning,
-                                              long hostHash, Transport railTransport) {
+    private static HierarchicalComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning,
+                                          Level level, long hostHash, Transport railTransport) {
         int rank = communicator.rank();
         String phase = "collective setup";
-        if (!(communicator.backend() instanceof HostBackend backend)) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the host collective engine runs on the host "
-                    + "backend, not " + communicator.backend().name()).rank(rank).phase(phase).build();
-        }
         Duration timeout = timeoutOf(communicator, options);
         Bootstrap bs = communicator.bootstrap();
         byte[] mine = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(hostHash).array();
@@ -218,21 +261,25 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             railMembers[h] = ranksOf[h][local];
         }
         SubsetBootstrap hostBootstrap = new SubsetBootstrap(bs, ranksOf[host], ranksOf[host].length);
-        Communicator hostCommunicator = Communicator.create(hostBootstrap, backend);
+        Communicator hostCommunicator = Communicator.create(hostBootstrap, communicator.backend());
         List<AutoCloseable> made = new ArrayList<>(List.of(hostCommunicator));
         try {
-            CollectiveComm hostComm = Objects.requireNonNull(HostCollectiveComm.create(hostCommunicator, options,
-                    tuning).timeout(timeout.plusSeconds(5)).block());
+            CollectiveComm hostComm = Objects.requireNonNull(level.create(hostCommunicator, options, tuning)
+                    .timeout(timeout.plusSeconds(5)).block());
             made.addFirst(hostComm);
+            Backend railBackend = level.openRailBackend();
+            if (railBackend != null) {
+                made.add(railBackend);
+            }
             // the rail's waits end with the job's failure, as the collective communicator's watch sees it
-            AtomicReference<@Nullable HierarchicalHostComm> self = new AtomicReference<>();
-            HostRail rail = HostRail.open(new SubsetBootstrap(bs, railMembers, 1), backend, railTransport, timeout,
-                    () -> {
-                        HierarchicalHostComm c = self.get();
+            AtomicReference<@Nullable HierarchicalComm> self = new AtomicReference<>();
+            HostRail rail = HostRail.open(new SubsetBootstrap(bs, railMembers, 1),
+                    railBackend == null ? communicator.backend() : railBackend, railTransport, timeout, () -> {
+                        HierarchicalComm c = self.get();
                         return c == null ? null : c.peerFailure();
                     });
             made.addFirst(rail);
-            HierarchicalHostComm comm = new HierarchicalHostComm(communicator, options, backend, tuning, ranksOf,
+            HierarchicalComm comm = new HierarchicalComm(communicator, options, level, railBackend, tuning, ranksOf,
                     hostCommunicator, hostComm, rail);
             self.set(comm);
             comm.startWatch();
@@ -262,7 +309,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
 
     @Override
     protected void checkBuffer(DeviceBuffer buffer, String which) {
-        HostCollectiveComm.checkHostBuffer(backend, rank, buffer, which);
+        level.checkBuffer(backend, rank, buffer, which);
     }
 
     /** Registrations travel with no transport: calls here are always staged. */
@@ -281,7 +328,11 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        Closeables.closeAll(List.of(rail, hostComm, hostCommunicator, scratch));
+        List<AutoCloseable> all = new ArrayList<>(List.of(rail, hostComm, hostCommunicator, scratch));
+        if (railBackend != null) {
+            all.add(railBackend);
+        }
+        Closeables.closeAll(all);
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -339,20 +390,21 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             case ALL_GATHER -> allGather(call, deadline);
             case REDUCE_SCATTER -> {
                 if (count > 0) {
-                    MemorySegment all = scratch.get(0, count * size * call.type().bytes());
-                    allReduce(Objects.requireNonNull(call.send()), DeviceBuffer.wrap(all), count * size, call.type(),
-                            Objects.requireNonNull(call.op()), deadline);
                     long bytes = count * call.type().bytes();
-                    MemorySegment.copy(all, rank * bytes, segment(call.recv()), 0, bytes);
+                    DeviceBuffer all = scratch.device(0, bytes * size);
+                    allReduce(Objects.requireNonNull(call.send()), all, count * size, call.type(),
+                            Objects.requireNonNull(call.op()), deadline);
+                    copy(all, rank * bytes, Objects.requireNonNull(call.recv()), 0, bytes);
                 }
             }
             case REDUCE -> {
                 if (count > 0) {
-                    MemorySegment result = scratch.get(0, count * call.type().bytes());
-                    allReduce(Objects.requireNonNull(call.send()), DeviceBuffer.wrap(result), count, call.type(),
+                    long bytes = count * call.type().bytes();
+                    DeviceBuffer result = scratch.device(0, bytes);
+                    allReduce(Objects.requireNonNull(call.send()), result, count, call.type(),
                             Objects.requireNonNull(call.op()), deadline);
                     if (rank == call.root()) {
-                        MemorySegment.copy(result, 0, segment(call.recv()), 0, result.byteSize());
+                        copy(result, 0, Objects.requireNonNull(call.recv()), 0, bytes);
                     }
                 }
             }
@@ -365,53 +417,62 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
     /**
      * {@code recv} (count elements) = the reduction over every rank's {@code send}: allReduce in the
      * host, slice {@code local} over the rail, allGather of the slices in the host. Sums, products
-     * and averages of 8- and 16-bit floats run in float32 and are rounded to the type once at the
-     * end, as the single-host algorithms round them: rounding after each level instead would err
-     * by up to an ulp per level (twice the host data moved is the price).
+     * and averages of 8- and 16-bit floats run in float32 through both levels and are rounded to the
+     * type once at the end, as the single-host algorithms round them: rounding after each level
+     * instead would err by up to an ulp per level (the price: the input and the result pass through
+     * the host, and twice the data moves inside the host).
      */
-    private void allReduce(DeviceBuffer send, DeviceBuffer recvBuffer, long count, DataType type, ReduceOp op,
+    private void allReduce(DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op,
                            long deadline) {
         if (op != ReduceOp.MIN && op != ReduceOp.MAX && type.isFloatingPoint() && type.bytes() < 4) {
-            MemorySegment wideSend = scratch.get(4, count * 4);
-            MemorySegment wideRecv = scratch.get(5, count * 4);
-            Reductions.toFloat32(type, send.hostSegment(), 0, wideSend, 0, count);
-            allReduce(DeviceBuffer.wrap(wideSend), DeviceBuffer.wrap(wideRecv), count, DataType.FLOAT32, op, deadline);
-            Reductions.fromFloat32(type, wideRecv, 0, recvBuffer.hostSegment(), 0, count);
+            MemorySegment narrow = scratch.host(4, count * type.bytes());
+            MemorySegment wide = scratch.host(5, count * 4);
+            toHost(send, 0, narrow);
+            Reductions.toFloat32(type, narrow, 0, wide, 0, count);
+            DeviceBuffer wideSend = scratch.device(4, count * 4);
+            DeviceBuffer wideRecv = scratch.device(5, count * 4);
+            fromHost(wide, wideSend, 0);
+            allReduce(wideSend, wideRecv, count, DataType.FLOAT32, op, deadline);
+            toHost(wideRecv, 0, wide);
+            Reductions.fromFloat32(type, wide, 0, narrow, 0, count);
+            fromHost(narrow, recv, 0);
             return;
         }
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         int e = type.bytes();
-        await(hostComm.allReduce(send, recvBuffer, count, type, partial), deadline, "allReduce in the host");
-        MemorySegment recv = recvBuffer.hostSegment();
+        await(hostComm.allReduce(send, recv, count, type, partial), deadline, "allReduce in the host");
         long lo = count * local / perHost;
         long n = count * (local + 1) / perHost - lo;
-        if (hosts > 1 && n > 0) {
-            MemorySegment gathered = scratch.get(1, n * e * hosts);
-            MemorySegment.copy(recv, lo * e, gathered, host * n * e, n * e);
-            railExchange(n * e, p -> recv.asSlice(lo * e, n * e), p -> gathered.asSlice(p * n * e, n * e), -1,
-                    deadline);
+        if (n > 0) {
+            MemorySegment gathered = scratch.host(1, n * e * hosts);
+            MemorySegment mine = gathered.asSlice(host * n * e, n * e);
+            toHost(recv, lo * e, mine);
+            railExchange(n * e, p -> mine, p -> gathered.asSlice(p * n * e, n * e), -1, deadline);
             MemorySegment[] sources = new MemorySegment[hosts];
             long[] offsets = new long[hosts];
             Arrays.fill(sources, gathered);
             for (int h = 0; h < hosts; h++) {
                 offsets[h] = h * n * e;
             }
-            Reductions.reduce(type, partial, sources, offsets, recv, lo * e, n);
-        }
-        if (op == ReduceOp.AVG) {
-            divide(type, recv, lo * e, n, size);
+            MemorySegment result = scratch.host(2, n * e);
+            Reductions.reduce(type, partial, sources, offsets, result, 0, n);
+            if (op == ReduceOp.AVG) {
+                divide(type, result, 0, n, size);
+            }
+            fromHost(result, recv, lo * e);
         }
         if (perHost > 1) {
             long padded = (count + perHost - 1) / perHost;
-            MemorySegment mine = scratch.get(2, padded * e);
-            MemorySegment slices = scratch.get(3, padded * e * perHost);
-            MemorySegment.copy(recv, lo * e, mine, 0, n * e);
-            await(hostComm.allGather(DeviceBuffer.wrap(mine), DeviceBuffer.wrap(slices), padded, type), deadline,
-                    "allGather of the slices in the host");
+            DeviceBuffer slice = scratch.device(2, padded * e);
+            DeviceBuffer slices = scratch.device(3, padded * e * perHost);
+            copy(recv, lo * e, slice, 0, n * e);
+            await(hostComm.allGather(slice, slices, padded, type), deadline, "allGather of the slices in the host");
             for (int j = 0; j < perHost; j++) {
                 long jlo = count * j / perHost;
                 long jn = count * (j + 1) / perHost - jlo;
-                MemorySegment.copy(slices, j * padded * e, recv, jlo * e, jn * e);
+                if (j != local) {
+                    copy(slices, j * padded * e, recv, jlo * e, jn * e);
+                }
             }
         }
     }
@@ -423,23 +484,31 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         }
         long bytes = c * call.type().bytes();
         long block = bytes * perHost;
-        MemorySegment byHost = scratch.get(0, block * hosts);
-        MemorySegment mine = byHost.asSlice(host * block, block);
-        await(hostComm.allGather(Objects.requireNonNull(call.send()), DeviceBuffer.wrap(mine), c, call.type()),
-                deadline, "allGather in the host");
-        railExchange(block, p -> mine, p -> byHost.asSlice(p * block, block), -1, deadline);
-        placeByRank(byHost, bytes, segment(call.recv()));
+        DeviceBuffer mine = scratch.device(0, block);
+        await(hostComm.allGather(Objects.requireNonNull(call.send()), mine, c, call.type()), deadline,
+                "allGather in the host");
+        MemorySegment byHost = scratch.host(0, block * hosts);
+        MemorySegment ours = byHost.asSlice(host * block, block);
+        toHost(mine, 0, ours);
+        railExchange(block, p -> ours, p -> byHost.asSlice(p * block, block), -1, deadline);
+        placeByRank(byHost, bytes, Objects.requireNonNull(call.recv()));
     }
 
     /**
      * Copies the {@code bytes} of every rank from {@code byHost} (host blocks in host order, each
-     * holding its ranks in local order) to that rank's slot of {@code recv}.
+     * holding its ranks in local order) to that rank's slot of {@code recv}, one copy per run of
+     * ranks whose slots follow each other.
      */
-    private void placeByRank(MemorySegment byHost, long bytes, MemorySegment recv) {
-        for (int h = 0; h < hosts; h++) {
-            for (int i = 0; i < perHost; i++) {
-                MemorySegment.copy(byHost, (h * perHost + i) * bytes, recv, ranksOf[h][i] * bytes, bytes);
+    private void placeByRank(MemorySegment byHost, long bytes, DeviceBuffer recv) {
+        int total = hosts * perHost;
+        for (int k = 0; k < total; ) {
+            int r = ranksOf[k / perHost][k % perHost];
+            int run = 1;
+            while (k + run < total && ranksOf[(k + run) / perHost][(k + run) % perHost] == r + run) {
+                run++;
             }
+            fromHost(byHost.asSlice(k * bytes, run * bytes), recv, r * bytes);
+            k += run;
         }
     }
 
@@ -454,8 +523,15 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             await(hostComm.broadcast(call.send(), recv, count, call.type(), localOf[call.root()]), deadline,
                     "broadcast in the root's host");
         }
-        MemorySegment r = recv.hostSegment();
-        railExchange(count * call.type().bytes(), p -> r, p -> r, rootHost, deadline);
+        long bytes = count * call.type().bytes();
+        MemorySegment r = scratch.host(0, bytes);
+        if (host == rootHost) {
+            toHost(recv, 0, r);
+        }
+        railExchange(bytes, p -> r, p -> r, rootHost, deadline);
+        if (host != rootHost) {
+            fromHost(r, recv, 0);
+        }
     }
 
     private void allToAll(CollectiveCall call, long deadline) {
@@ -465,31 +541,32 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         }
         long bytes = c * call.type().bytes();
         long block = bytes * hosts;
-        MemorySegment send = segment(call.send());
+        DeviceBuffer send = Objects.requireNonNull(call.send());
         // byLocal: block j holds, per host h, what this rank sends to local rank j of host h
-        MemorySegment byLocal = scratch.get(0, block * perHost);
+        DeviceBuffer byLocal = scratch.device(0, block * perHost);
         for (int j = 0; j < perHost; j++) {
             for (int h = 0; h < hosts; h++) {
-                MemorySegment.copy(send, ranksOf[h][j] * bytes, byLocal, j * block + h * bytes, bytes);
+                copy(send, ranksOf[h][j] * bytes, byLocal, j * block + h * bytes, bytes);
             }
         }
         // fromLocal: block i holds, per host h, what local rank i of this host sends to (h, this local index)
-        MemorySegment fromLocal = scratch.get(1, block * perHost);
-        await(hostComm.allToAll(DeviceBuffer.wrap(byLocal), DeviceBuffer.wrap(fromLocal), hosts * c, call.type()),
-                deadline, "allToAll in the host");
+        DeviceBuffer fromLocal = scratch.device(1, block * perHost);
+        await(hostComm.allToAll(byLocal, fromLocal, hosts * c, call.type()), deadline, "allToAll in the host");
+        MemorySegment staged = scratch.host(1, block * perHost);
+        toHost(fromLocal, 0, staged);
         // toHost: block h holds, per local rank i, what (this host, i) sends to (h, this local index)
         long railBlock = bytes * perHost;
-        MemorySegment toHost = scratch.get(2, railBlock * hosts);
+        MemorySegment toHost = scratch.host(2, railBlock * hosts);
         for (int h = 0; h < hosts; h++) {
             for (int i = 0; i < perHost; i++) {
-                MemorySegment.copy(fromLocal, i * block + h * bytes, toHost, h * railBlock + i * bytes, bytes);
+                MemorySegment.copy(staged, i * block + h * bytes, toHost, h * railBlock + i * bytes, bytes);
             }
         }
-        MemorySegment fromHost = scratch.get(3, railBlock * hosts);
+        MemorySegment fromHost = scratch.host(3, railBlock * hosts);
         MemorySegment.copy(toHost, host * railBlock, fromHost, host * railBlock, railBlock);
         railExchange(railBlock, p -> toHost.asSlice(p * railBlock, railBlock),
                 p -> fromHost.asSlice(p * railBlock, railBlock), -1, deadline);
-        placeByRank(fromHost, bytes, segment(call.recv()));
+        placeByRank(fromHost, bytes, Objects.requireNonNull(call.recv()));
     }
 
     /** One step between hosts on this rank's rail: {@link HostRail#exchange}. */
@@ -554,13 +631,15 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
                                 new String(answer, StandardCharsets.UTF_8)).rank(rank).peer(peer)
                                 .phase("send").build());
                     }
-                    MemorySegment src = bytes == 0 ? MemorySegment.NULL : segment(c.send());
                     List<Mono<Void>> chunks = new ArrayList<>();
                     for (long off = 0; off < bytes; off += CHUNK) {
                         int n = (int) Math.min(CHUNK, bytes - off);
                         long at = off;
-                        chunks.add(Mono.defer(() -> bootstrap.send(peer, dataTag,
-                                src.asSlice(at, n).toArray(ValueLayout.JAVA_BYTE), left(deadline))));
+                        chunks.add(Mono.defer(() -> {
+                            byte[] data = new byte[n];
+                            toHost(Objects.requireNonNull(c.send()), at, MemorySegment.ofArray(data));
+                            return bootstrap.send(peer, dataTag, data, left(deadline));
+                        }));
                     }
                     return Flux.concat(chunks).then();
                 });
@@ -583,7 +662,6 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
                 return answered.then(Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank)
                         .peer(peer).phase("recv").build()));
             }
-            MemorySegment dst = bytes == 0 ? MemorySegment.NULL : segment(c.recv());
             List<Mono<byte[]>> chunks = new ArrayList<>();
             for (long off = 0; off < bytes; off += CHUNK) {
                 int n = (int) Math.min(CHUNK, bytes - off);
@@ -593,7 +671,7 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
                         throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + peer + " sent " + data.length
                                 + " bytes, expected " + n).rank(rank).peer(peer).phase("recv").build();
                     }
-                    MemorySegment.copy(MemorySegment.ofArray(data), 0, dst, at, n);
+                    fromHost(MemorySegment.ofArray(data), Objects.requireNonNull(c.recv()), at);
                 }));
             }
             return answered.then(Flux.concat(chunks).then());
@@ -632,8 +710,34 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         return prefix | (options.tag() & 0xFFFFFF);
     }
 
-    private static MemorySegment segment(@Nullable DeviceBuffer buffer) {
-        return Objects.requireNonNull(buffer, "buffer").hostSegment();
+    /** Copies {@code dst.byteSize()} bytes of {@code src} from {@code offset} to the host segment {@code dst}. */
+    private void toHost(DeviceBuffer src, long offset, MemorySegment dst) {
+        if (src.hostAccessible()) {
+            MemorySegment.copy(src.hostSegment(), offset, dst, 0, dst.byteSize());
+        } else {
+            backend.copyToHost(dst, src, offset);
+        }
+    }
+
+    /** Copies the host segment {@code src} into {@code dst} at {@code offset}. */
+    private void fromHost(MemorySegment src, DeviceBuffer dst, long offset) {
+        if (dst.hostAccessible()) {
+            MemorySegment.copy(src, 0, dst.hostSegment(), offset, src.byteSize());
+        } else {
+            backend.copyFromHost(dst, offset, src);
+        }
+    }
+
+    /** Copies {@code bytes} between two buffers of the backend (or wrapped host memory). */
+    private void copy(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
+        if (bytes == 0) {
+            return;
+        }
+        if (src.hostAccessible() && dst.hostAccessible()) {
+            MemorySegment.copy(src.hostSegment(), srcOffset, dst.hostSegment(), dstOffset, bytes);
+        } else {
+            backend.copy(dst, dstOffset, src, srcOffset, bytes);
+        }
     }
 
     private static Duration left(long deadline) {
@@ -653,12 +757,24 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
         }
     }
 
-    /** Scratch segments of the calls, grown as needed and reused (the worker thread only). */
+    /**
+     * Scratch of the calls, grown as needed and reused (the worker thread only): host segments, and
+     * memory of the backend for the steps inside a host (on host memory, views of host segments).
+     */
     private static final class Scratch implements AutoCloseable {
-        private final Arena[] arenas = new Arena[6];
-        private final MemorySegment[] segments = new MemorySegment[6];
+        private static final int HOST_SLOTS = 6;
+        private static final int DEVICE_SLOTS = 6;
+        private final @Nullable Backend backend;
+        private final Arena[] arenas = new Arena[HOST_SLOTS + DEVICE_SLOTS];
+        private final MemorySegment[] segments = new MemorySegment[HOST_SLOTS + DEVICE_SLOTS];
+        private final @Nullable DeviceBuffer[] buffers = new DeviceBuffer[DEVICE_SLOTS];
 
-        MemorySegment get(int slot, long bytes) {
+        /** @param backend where the device slots are allocated; null for views of host segments */
+        Scratch(@Nullable Backend backend) {
+            this.backend = backend;
+        }
+
+        MemorySegment host(int slot, long bytes) {
             MemorySegment s = segments[slot];
             if (s == null || s.byteSize() < bytes) {
                 if (arenas[slot] != null) {
@@ -671,11 +787,31 @@ final class HierarchicalHostComm extends AbstractCollectiveComm {
             return s.asSlice(0, bytes);
         }
 
+        DeviceBuffer device(int slot, long bytes) {
+            if (backend == null) {
+                return DeviceBuffer.wrap(host(HOST_SLOTS + slot, bytes));
+            }
+            DeviceBuffer b = buffers[slot];
+            if (b == null || b.size() < bytes) {
+                if (b != null) {
+                    b.close();
+                }
+                b = backend.allocate(Math.max(Long.highestOneBit(Math.max(bytes, 4096) - 1) << 1, 4096));
+                buffers[slot] = b;
+            }
+            return b.slice(0, bytes);
+        }
+
         @Override
         public synchronized void close() {
             for (Arena a : arenas) {
                 if (a != null) {
                     a.close();
+                }
+            }
+            for (DeviceBuffer b : buffers) {
+                if (b != null) {
+                    b.close();
                 }
             }
         }

@@ -1,4 +1,4 @@
-package org.jmscclpp.core.host;
+package org.jmscclpp.core.hierarchy;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -9,6 +9,7 @@ import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
+import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
@@ -24,10 +25,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A rank's links to its rail (the ranks of the other hosts with its local index) for the steps
- * between hosts of {@link HierarchicalHostComm}: a communicator of the rail's members, one buffer
+ * between hosts of {@link HierarchicalComm}: a communicator of the rail's members, one buffer
  * registered for the network transport ({@code ETHERNET}) and a mesh over it, so that every step
  * is a one-sided write into the peer's buffer followed by a semaphore signal, as a PortChannel's
- * put with signal is.
+ * put with signal is. The buffer is host memory of a host backend (the job's own on CPU ranks, one
+ * opened for the rails on GPU ranks), so that the network transport sends it without staging.
  *
  * <p>The buffer holds {@code members} send slots and {@code members} receive slots of
  * {@value #SLOT} bytes. A step sends at most a slot to each member: the sender copies its data into
@@ -81,7 +83,7 @@ final class HostRail implements AutoCloseable {
      * Connects this rank with the other members of {@code rail} over {@code transport} (every
      * member calls it at once); {@code failure} tells the job's failure, which ends every wait.
      */
-    static HostRail open(SubsetBootstrap rail, HostBackend backend, Transport transport, Duration timeout,
+    static HostRail open(SubsetBootstrap rail, Backend backend, Transport transport, Duration timeout,
                          Supplier<@Nullable JmscclppException> failure) {
         int n = rail.size();
         int[] members = new int[n];

@@ -1,4 +1,4 @@
-package org.jmscclpp.core.host;
+package org.jmscclpp.core.hierarchy;
 
 import java.time.Duration;
 import java.util.ArrayList;
