@@ -111,6 +111,16 @@ public final class TuningTable {
         return Optional.empty();
     }
 
+    /**
+     * The rows that name {@code topology} itself (not "*"): the table of a communicator whose
+     * algorithms are only those of that topology, where the engine's rows for any topology name
+     * algorithms it does not have ({@code hosts}: the hierarchical collectives).
+     */
+    public TuningTable only(String topology) {
+        return new TuningTable(source + " (topology " + topology + ")",
+                rows.stream().filter(r -> r.topology().equals(topology)).toList());
+    }
+
     public List<Row> rows() {
         return rows;
     }

@@ -13,11 +13,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
+import java.util.function.LongFunction;
 import java.util.function.LongSupplier;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
@@ -38,6 +40,8 @@ import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.Reductions;
 import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.log.Log;
+import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.core.spi.HostIdentity;
 import org.jspecify.annotations.Nullable;
@@ -81,9 +85,10 @@ import reactor.core.publisher.Sinks;
  * communicator's own on CPU ranks; one of this communicator's on other backends). What a rail
  * step sends and receives is staged between the backend's memory and the host: on GPUs a copy to
  * and from the device per step, as NCCL's socket transport stages. Calls are always staged
- * (registering a buffer is accepted and changes nothing). Before every collective call the ranks
- * compare their descriptors over the bootstrap; ranks that disagree fail with INVALID_USAGE naming
- * them. Calls run one batch at a time on a virtual thread, in issue order.
+ * (registering a buffer is accepted and changes nothing). The ranks compare every collective
+ * call's descriptors over the bootstrap while its step inside the host runs (each engine checks its
+ * host's ranks itself), and no step between hosts starts before the comparison is in: ranks that
+ * disagree fail with INVALID_USAGE naming them. Calls run one batch at a time on a platform thread of the communicator's, in issue order.
  *
  * <h2>Precision</h2>
  * Sums, products and averages of 8- and 16-bit floats run in float32 through both levels and round
@@ -134,6 +139,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
     }
 
+    private static final System.Logger LOG = Log.logger(HierarchicalComm.class, Subsystem.COLL);
+
     /** Bootstrap tags (this prefix | the options' tag): point-to-point messages between hosts and their answers. */
     private static final int P2P_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
@@ -156,11 +163,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private final HostRail rail;
     private final ExecutorService worker;
     private final Scratch scratch;
+    /** The descriptor comparison of the collective call under way, until settled (the worker thread's). */
+    private @Nullable CompletableFuture<byte[]> agreement;
+    /** Where a collective call's time went, by step (TRACE of COLL only; the worker thread's). */
+    private final @Nullable Map<String, Long> phases;
 
     private HierarchicalComm(Communicator communicator, CollectiveOptions options, Level level,
                              @Nullable Backend railBackend, TuningTable tuning, int[][] ranksOf,
                              Communicator hostCommunicator, CollectiveComm hostComm, HostRail rail) {
-        super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
+        // the engine's rows for any topology name its single-host algorithms: only the hosts rows apply here
+        super(communicator, options, ALGORITHMS, tuning.only(TOPOLOGY), TOPOLOGY);
         this.backend = communicator.backend();
         this.level = level;
         this.railBackend = railBackend;
@@ -183,7 +195,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         this.hostCommunicator = hostCommunicator;
         this.hostComm = hostComm;
         this.rail = rail;
-        this.worker = Executors.newSingleThreadExecutor(Thread.ofVirtual().name("jmscclpp-hier-r" + rank).factory());
+        this.phases = LOG.isLoggable(System.Logger.Level.TRACE) ? new LinkedHashMap<>() : null;
+        // a platform thread: its waits on the rail run the network's receiving end themselves
+        // (Waiting.Progress), where a virtual thread would wait for the event loop to wake it
+        this.worker = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("jmscclpp-hier-r" + rank)
+                .factory());
     }
 
     /**
@@ -355,18 +371,54 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         for (Planned p : batch.calls()) {
             if (!p.call().kind().pointToPoint()) {
-                agree(p.descriptor(), deadline);
-                runCollective(p.call(), deadline);
+                long start = System.nanoTime();
+                // the ranks compare descriptors while the step inside the host runs: each engine checks
+                // its host's ranks itself, and nothing crosses hosts before the comparison is in
+                agreement = agreeing(p.descriptor(), deadline);
+                try {
+                    runCollective(p.call(), deadline);
+                    settleAgreement(deadline);
+                } catch (RuntimeException e) {
+                    // a mismatch between hosts says more than what it made fail in a host
+                    try {
+                        settleAgreement(deadline);
+                    } catch (JmscclppException mismatch) {
+                        if (mismatch.code() == ErrorCode.INVALID_USAGE) {
+                            mismatch.addSuppressed(e);
+                            throw mismatch;
+                        }
+                    }
+                    throw e;
+                } finally {
+                    agreement = null;
+                }
+                if (phases != null) {
+                    logPhases(p.call(), System.nanoTime() - start);
+                }
             }
         }
     }
 
-    /** Compares this call's descriptor with every rank's over the bootstrap: INVALID_USAGE on every rank when they differ. */
-    private void agree(CallDescriptor mine, long deadline) {
+    /** Starts the comparison of this call's descriptor with every rank's, over the bootstrap. */
+    private CompletableFuture<byte[]> agreeing(CallDescriptor mine, long deadline) {
         long[] words = mine.words();
         byte[] out = ByteBuffer.allocate(CallDescriptor.BYTES).order(ByteOrder.LITTLE_ENDIAN)
                 .putLong(words[0]).putLong(words[1]).putLong(0).putLong(0).array();
-        byte[] all = await(bootstrap.allGather(out, left(deadline)), deadline, "descriptors");
+        return bootstrap.allGather(out, left(deadline)).toFuture();
+    }
+
+    /**
+     * Waits for the comparison this call started, once (later calls return at once): INVALID_USAGE
+     * on every rank when the descriptors differ. Every step that moves data between hosts calls it
+     * first.
+     */
+    private void settleAgreement(long deadline) {
+        CompletableFuture<byte[]> pending = agreement;
+        if (pending == null) {
+            return;
+        }
+        agreement = null;
+        byte[] all = await(Mono.fromFuture(pending), deadline, "descriptors");
         ByteBuffer in = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
         List<CallDescriptor> byRank = new ArrayList<>(size);
         for (int r = 0; r < size; r++) {
@@ -440,7 +492,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         int e = type.bytes();
-        await(hostComm.allReduce(send, recv, count, type, partial), deadline, "allReduce in the host");
+        inHost(hostComm.allReduce(send, recv, count, type, partial), deadline, "allReduce in the host");
         long lo = count * local / perHost;
         long n = count * (local + 1) / perHost - lo;
         if (n > 0) {
@@ -461,12 +513,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             }
             fromHost(result, recv, lo * e);
         }
-        if (perHost > 1) {
+        if (perHost > 1 && count % perHost == 0) {
+            // equal slices: an in-place allGather into recv itself
+            inHost(hostComm.allGather(recv.slice(lo * e, n * e), recv, n, type), deadline,
+                    "allGather of the slices in the host");
+        } else if (perHost > 1) {
             long padded = (count + perHost - 1) / perHost;
             DeviceBuffer slice = scratch.device(2, padded * e);
             DeviceBuffer slices = scratch.device(3, padded * e * perHost);
             copy(recv, lo * e, slice, 0, n * e);
-            await(hostComm.allGather(slice, slices, padded, type), deadline, "allGather of the slices in the host");
+            inHost(hostComm.allGather(slice, slices, padded, type), deadline, "allGather of the slices in the host");
             for (int j = 0; j < perHost; j++) {
                 long jlo = count * j / perHost;
                 long jn = count * (j + 1) / perHost - jlo;
@@ -485,7 +541,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         long bytes = c * call.type().bytes();
         long block = bytes * perHost;
         DeviceBuffer mine = scratch.device(0, block);
-        await(hostComm.allGather(Objects.requireNonNull(call.send()), mine, c, call.type()), deadline,
+        inHost(hostComm.allGather(Objects.requireNonNull(call.send()), mine, c, call.type()), deadline,
                 "allGather in the host");
         MemorySegment byHost = scratch.host(0, block * hosts);
         MemorySegment ours = byHost.asSlice(host * block, block);
@@ -520,7 +576,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         int rootHost = hostOf[call.root()];
         DeviceBuffer recv = Objects.requireNonNull(call.recv());
         if (host == rootHost) {
-            await(hostComm.broadcast(call.send(), recv, count, call.type(), localOf[call.root()]), deadline,
+            inHost(hostComm.broadcast(call.send(), recv, count, call.type(), localOf[call.root()]), deadline,
                     "broadcast in the root's host");
         }
         long bytes = count * call.type().bytes();
@@ -551,7 +607,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         // fromLocal: block i holds, per host h, what local rank i of this host sends to (h, this local index)
         DeviceBuffer fromLocal = scratch.device(1, block * perHost);
-        await(hostComm.allToAll(byLocal, fromLocal, hosts * c, call.type()), deadline, "allToAll in the host");
+        inHost(hostComm.allToAll(byLocal, fromLocal, hosts * c, call.type()), deadline, "allToAll in the host");
         MemorySegment staged = scratch.host(1, block * perHost);
         toHost(fromLocal, 0, staged);
         // toHost: block h holds, per local rank i, what (this host, i) sends to (h, this local index)
@@ -572,7 +628,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /** One step between hosts on this rank's rail: {@link HostRail#exchange}. */
     private void railExchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from,
                               long deadline) {
-        rail.exchange(bytes, out, in, from, deadline);
+        settleAgreement(deadline);
+        rail.exchange(bytes, out, in, from, deadline, phases);
     }
 
     /**
@@ -715,7 +772,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (src.hostAccessible()) {
             MemorySegment.copy(src.hostSegment(), offset, dst, 0, dst.byteSize());
         } else {
-            backend.copyToHost(dst, src, offset);
+            timed("to host", () -> backend.copyToHost(dst, src, offset));
         }
     }
 
@@ -724,7 +781,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (dst.hostAccessible()) {
             MemorySegment.copy(src, 0, dst.hostSegment(), offset, src.byteSize());
         } else {
-            backend.copyFromHost(dst, offset, src);
+            timed("from host", () -> backend.copyFromHost(dst, offset, src));
         }
     }
 
@@ -736,7 +793,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (src.hostAccessible() && dst.hostAccessible()) {
             MemorySegment.copy(src.hostSegment(), srcOffset, dst.hostSegment(), dstOffset, bytes);
         } else {
-            backend.copy(dst, dstOffset, src, srcOffset, bytes);
+            timed("device copies", () -> backend.copy(dst, dstOffset, src, srcOffset, bytes));
         }
     }
 
@@ -744,7 +801,20 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         return Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
     }
 
+    /**
+     * {@link #await} of a step of the host's communicator, whose errors name this rank by its place
+     * in the host: they are rethrown naming its rank in the job.
+     */
+    private <T> T inHost(Mono<T> step, long deadline, String what) {
+        try {
+            return await(step, deadline, what);
+        } catch (JmscclppException e) {
+            throw e.rank() == rank ? e : e.withRank(rank);
+        }
+    }
+
     private <T> T await(Mono<T> step, long deadline, String what) {
+        long start = phases == null ? 0 : System.nanoTime();
         try {
             return step.timeout(left(deadline).plusSeconds(5)).block();
         } catch (RuntimeException e) {
@@ -754,12 +824,41 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             }
             throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not end in time: " + e).rank(rank)
                     .phase("collective").cause(e).build();
+        } finally {
+            if (phases != null) {
+                phases.merge(what, System.nanoTime() - start, Long::sum);
+            }
         }
     }
 
+    /** Runs {@code step}, adding its time to {@code phase}'s when tracing. */
+    private void timed(String phase, Runnable step) {
+        if (phases == null) {
+            step.run();
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            step.run();
+        } finally {
+            phases.merge(phase, System.nanoTime() - start, Long::sum);
+        }
+    }
+
+    /** The TRACE line of one collective call: its time and each step's, in microseconds. */
+    private void logPhases(CollectiveCall call, long nanos) {
+        Map<String, Long> p = Objects.requireNonNull(phases);
+        StringBuilder b = new StringBuilder("rank ").append(rank).append(' ').append(call.kind().label()).append(' ')
+                .append(call.countBytes()).append(" B: ").append(nanos / 1000).append(" us");
+        p.forEach((k, v) -> b.append(", ").append(k).append(' ').append(v / 1000));
+        p.clear();
+        LOG.log(System.Logger.Level.TRACE, b.toString());
+    }
+
     /**
-     * Scratch of the calls, grown as needed and reused (the worker thread only): host segments, and
-     * memory of the backend for the steps inside a host (on host memory, views of host segments).
+     * Scratch of the calls, grown as needed and reused (the worker thread only): host segments
+     * (pinned memory of a device backend), and memory of the backend for the steps inside a host
+     * (on host memory, views of host segments).
      */
     private static final class Scratch implements AutoCloseable {
         private static final int HOST_SLOTS = 6;
@@ -768,13 +867,18 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         private final Arena[] arenas = new Arena[HOST_SLOTS + DEVICE_SLOTS];
         private final MemorySegment[] segments = new MemorySegment[HOST_SLOTS + DEVICE_SLOTS];
         private final @Nullable DeviceBuffer[] buffers = new DeviceBuffer[DEVICE_SLOTS];
+        private final @Nullable DeviceBuffer[] pinned = new DeviceBuffer[HOST_SLOTS];
 
         /** @param backend where the device slots are allocated; null for views of host segments */
         Scratch(@Nullable Backend backend) {
             this.backend = backend;
         }
 
+        /** Host memory: pinned memory of the backend where it has device memory (its copies are faster), else plain. */
         MemorySegment host(int slot, long bytes) {
+            if (backend != null) {
+                return grown(pinned, slot, bytes, backend::allocateHostVisible).hostSegment().asSlice(0, bytes);
+            }
             MemorySegment s = segments[slot];
             if (s == null || s.byteSize() < bytes) {
                 if (arenas[slot] != null) {
@@ -791,15 +895,22 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             if (backend == null) {
                 return DeviceBuffer.wrap(host(HOST_SLOTS + slot, bytes));
             }
-            DeviceBuffer b = buffers[slot];
+            return grown(buffers, slot, bytes, backend::allocate).slice(0, bytes);
+        }
+
+        /** {@code held[slot]}, replaced by a new one of the next power of two (4 KiB at least) when smaller than {@code bytes}. */
+        private static DeviceBuffer grown(@Nullable DeviceBuffer[] held, int slot, long bytes,
+                                          LongFunction<DeviceBuffer> allocate) {
+            DeviceBuffer b = held[slot];
             if (b == null || b.size() < bytes) {
                 if (b != null) {
+                    held[slot] = null;
                     b.close();
                 }
-                b = backend.allocate(Math.max(Long.highestOneBit(Math.max(bytes, 4096) - 1) << 1, 4096));
-                buffers[slot] = b;
+                b = allocate.apply(Math.max(Long.highestOneBit(Math.max(bytes, 4096) - 1) << 1, 4096));
+                held[slot] = b;
             }
-            return b.slice(0, bytes);
+            return b;
         }
 
         @Override
@@ -809,9 +920,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                     a.close();
                 }
             }
-            for (DeviceBuffer b : buffers) {
-                if (b != null) {
-                    b.close();
+            for (DeviceBuffer[] held : List.of(buffers, pinned)) {
+                for (DeviceBuffer b : held) {
+                    if (b != null) {
+                        b.close();
+                    }
                 }
             }
         }

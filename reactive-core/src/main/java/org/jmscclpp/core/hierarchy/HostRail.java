@@ -4,11 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import org.jmscclpp.core.Communicator;
-import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
@@ -22,27 +22,32 @@ import org.jmscclpp.core.semaphore.Host2HostSemaphore;
 import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
 
 /**
  * A rank's links to its rail (the ranks of the other hosts with its local index) for the steps
  * between hosts of {@link HierarchicalComm}: a communicator of the rail's members, one buffer
  * registered for the network transport ({@code ETHERNET}) and a mesh over it, so that every step
- * is a one-sided write into the peer's buffer followed by a semaphore signal, as a PortChannel's
- * put with signal is. The buffer is host memory of a host backend (the job's own on CPU ranks, one
- * opened for the rails on GPU ranks), so that the network transport sends it without staging.
+ * is one-sided writes into the peer's buffer, each followed by a semaphore signal, as a
+ * PortChannel's put with signal is. The buffer is host memory of a host backend (the job's own on
+ * CPU ranks, one opened for the rails on GPU ranks), so that the network transport sends it
+ * without staging.
  *
- * <p>The buffer holds {@code members} send slots and {@code members} receive slots of
- * {@value #SLOT} bytes. A step sends at most a slot to each member: the sender copies its data into
- * its send slot for the peer, writes it into its own receive slot at the peer and signals; the
- * receiver waits for the signal, copies the data out and signals back; the sender waits for that
- * answer before the step ends, so a slot is never written while its last data is still being read.
- * The order of the signals on each semaphore is the same on both ends (both run the same steps in
- * the same order), so every wait consumes the signal it expects.
+ * <h2>The pipeline</h2>
+ * A step moves its bytes to each member in chunks of {@value #CHUNK} bytes through {@value #DEPTH}
+ * slots per member and direction: the sender copies a chunk into its send slot for the peer,
+ * writes it into its receive slot at the peer and signals the peer's <em>data</em> semaphore; the
+ * receiver, on that signal, copies the chunk out and signals the sender's <em>answer</em>
+ * semaphore, which frees the slot. Up to {@value #DEPTH} chunks per member are in flight, so the
+ * network, the copies and the answers overlap. Each semaphore carries one kind of signal in one
+ * direction, so signals are counted, never told apart.
  */
 final class HostRail implements AutoCloseable {
 
-    /** Bytes of one slot: the most a step sends to one member. */
-    static final long SLOT = 2 << 20;
+    /** Bytes of one chunk (and slot). */
+    static final long CHUNK = 1 << 20;
+    /** Slots per member and direction: the chunks in flight to one member. */
+    static final int DEPTH = 4;
 
     private final int rank;
     private final int me;
@@ -51,13 +56,21 @@ final class HostRail implements AutoCloseable {
     private final DeviceBuffer buffer;
     private final RegisteredMemory memory;
     private final MemorySegment segment;
-    private final Connection[] connections;
     private final RegisteredMemory[] remotes;
-    private final Host2HostSemaphore[] semaphores;
+    /** data[p]: chunks p wrote to this rank (inbound), and this rank's signal after a chunk it wrote to p. */
+    private final Host2HostSemaphore[] data;
+    /** answers[p]: chunks p has copied out (inbound), and this rank's signal after copying out one of p's. */
+    private final Host2HostSemaphore[] answers;
     private final Supplier<@Nullable JmscclppException> failure;
+    // the progress of the step under way, per member (the worker thread only)
+    private final long[] sent;
+    private final long[] answered;
+    private final long[] arrived;
+    private final long[] copied;
 
     private HostRail(int rank, int me, int[] members, Communicator communicator, DeviceBuffer buffer,
-                     RegisteredMemory memory, Mesh mesh, Supplier<@Nullable JmscclppException> failure) {
+                     RegisteredMemory memory, Mesh mesh, Host2HostSemaphore[] answers,
+                     Supplier<@Nullable JmscclppException> failure) {
         this.rank = rank;
         this.me = me;
         this.members = members;
@@ -67,16 +80,19 @@ final class HostRail implements AutoCloseable {
         this.segment = buffer.hostSegment();
         this.failure = failure;
         int n = members.length;
-        this.connections = new Connection[n];
         this.remotes = new RegisteredMemory[n];
-        this.semaphores = new Host2HostSemaphore[n];
+        this.data = new Host2HostSemaphore[n];
+        this.answers = answers;
         for (int p = 0; p < n; p++) {
             if (p != me) {
-                connections[p] = mesh.connection(p);
                 remotes[p] = mesh.remoteMemory(p);
-                semaphores[p] = new Host2HostSemaphore(mesh.semaphore(p));
+                data[p] = new Host2HostSemaphore(mesh.semaphore(p));
             }
         }
+        this.sent = new long[n];
+        this.answered = new long[n];
+        this.arrived = new long[n];
+        this.copied = new long[n];
     }
 
     /**
@@ -94,12 +110,23 @@ final class HostRail implements AutoCloseable {
         DeviceBuffer buffer = null;
         RegisteredMemory memory = null;
         try {
-            buffer = backend.allocate(2 * n * SLOT);
+            buffer = backend.allocate(2L * n * DEPTH * CHUNK);
             memory = communicator.registerMemory(buffer, TransportFlags.of(transport));
-            Mesh mesh = communicator.mesh(memory, peer -> EndpointConfig.of(transport), 0, timeout)
-                    .timeout(timeout.multipliedBy(2).plusSeconds(5)).block();
-            return new HostRail(members[rail.rank()], rail.rank(), members, communicator, buffer, memory,
-                    Objects.requireNonNull(mesh, "mesh"), failure);
+            Mesh mesh = Objects.requireNonNull(communicator.mesh(memory, peer -> EndpointConfig.of(transport), 0,
+                    timeout).timeout(timeout.multipliedBy(2).plusSeconds(5)).block(), "mesh");
+            // a second semaphore per member, for the answers
+            Host2HostSemaphore[] answers = new Host2HostSemaphore[n];
+            List<Mono<?>> building = new ArrayList<>();
+            for (int p = 0; p < n; p++) {
+                if (p != rail.rank()) {
+                    int peer = p;
+                    building.add(Host2HostSemaphore.build(communicator, mesh.connection(p))
+                            .doOnNext(sem -> answers[peer] = sem));
+                }
+            }
+            Mono.when(building).timeout(timeout.plusSeconds(5)).block();
+            return new HostRail(members[rail.rank()], rail.rank(), members, communicator, buffer, memory, mesh,
+                    answers, failure);
         } catch (RuntimeException e) {
             List<AutoCloseable> made = new ArrayList<>();
             if (memory != null) {
@@ -117,59 +144,132 @@ final class HostRail implements AutoCloseable {
     /**
      * One step between hosts: sends {@code bytes} of {@code out(p)} to every other member {@code p}
      * and receives as many from each into {@code in(p)}; with a {@code from} of 0 or more, only
-     * that member sends, to every other. In pieces of a slot.
+     * that member sends, to every other. In chunks, pipelined (see the class comment); the step
+     * ends when every chunk this rank sent was copied out by its receiver and every chunk it
+     * expects was copied into {@code in}. With {@code phases} non-null, the time spent writing and
+     * waiting is added to it.
      */
-    void exchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from, long deadline) {
+    void exchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from, long deadline,
+                  @Nullable Map<String, Long> phases) {
         int n = members.length;
-        for (long off = 0; off < bytes; off += SLOT) {
-            long len = Math.min(SLOT, bytes - off);
-            boolean sending = from < 0 || from == me;
-            if (sending) {
-                for (int p = 0; p < n; p++) {
-                    if (p != me) {
-                        MemorySegment.copy(out.apply(p), off, segment, sendSlot(p), len);
-                        connections[p].write(remotes[p], receiveSlot(me), memory, sendSlot(p), len);
-                        semaphores[p].signal();
-                    }
-                }
-            }
+        long chunks = (bytes + CHUNK - 1) / CHUNK;
+        boolean sending = from < 0 || from == me;
+        java.util.Arrays.fill(sent, 0);
+        java.util.Arrays.fill(answered, 0);
+        java.util.Arrays.fill(arrived, 0);
+        java.util.Arrays.fill(copied, 0);
+        long writing = 0;
+        long waiting = 0;
+        while (true) {
+            boolean done = true;
+            boolean moved = false;
+            long t0 = phases == null ? 0 : System.nanoTime();
             for (int p = 0; p < n; p++) {
-                if (p != me && (from < 0 || from == p)) {
-                    await(p, deadline, "data of a step between hosts");
-                    MemorySegment.copy(segment, receiveSlot(p), in.apply(p), off, len);
-                    semaphores[p].signal();
+                if (p == me) {
+                    continue;
                 }
-            }
-            if (sending) {
-                for (int p = 0; p < n; p++) {
-                    if (p != me) {
-                        await(p, deadline, "the answer to a step between hosts");
+                if (sending) {
+                    while (sent[p] < chunks && sent[p] - answered[p] < DEPTH) {
+                        long k = sent[p];
+                        long len = Math.min(CHUNK, bytes - k * CHUNK);
+                        long slot = slot(p, k);
+                        MemorySegment.copy(out.apply(p), k * CHUNK, segment, slot, len);
+                        data[p].writeAndSignal(remotes[p], inboundSlot(me, k), memory, slot, len);
+                        sent[p]++;
+                        moved = true;
                     }
+                    done &= answered[p] == chunks;
+                }
+                if (from < 0 || from == p) {
+                    while (copied[p] < arrived[p]) {
+                        long k = copied[p];
+                        long len = Math.min(CHUNK, bytes - k * CHUNK);
+                        MemorySegment.copy(segment, inboundSlot(p, k), in.apply(p), k * CHUNK, len);
+                        answers[p].signal();
+                        copied[p]++;
+                        moved = true;
+                    }
+                    done &= copied[p] == chunks;
+                }
+            }
+            long t1 = phases == null ? 0 : System.nanoTime();
+            writing += t1 - t0;
+            if (done) {
+                break;
+            }
+            if (!moved) {
+                // a step of one chunk waits for one answer: this thread runs the receiving end itself
+                // (the lowest latency); a stream of chunks leaves it to its own thread, which keeps
+                // reading while this one writes
+                boolean got = Waiting.await(() -> collect(from) || failure.get() != null, deadline, chunks <= 1);
+                JmscclppException failed = failure.get();
+                if (failed != null) {
+                    throw failed;
+                }
+                if (!got) {
+                    throw stalled(from, chunks);
+                }
+                waiting += phases == null ? 0 : System.nanoTime() - t1;
+            } else {
+                collect(from);
+            }
+        }
+        if (phases != null) {
+            phases.merge("rail writes and copies", writing, Long::sum);
+            phases.merge("rail waits", waiting, Long::sum);
+        }
+    }
+
+    /** Consumes every signal that has arrived (data from the senders, answers from the receivers); whether any had. */
+    private boolean collect(int from) {
+        boolean any = false;
+        for (int p = 0; p < members.length; p++) {
+            if (p == me) {
+                continue;
+            }
+            if ((from < 0 || from == p)) {
+                while (data[p].poll()) {
+                    arrived[p]++;
+                    any = true;
+                }
+            }
+            if (from < 0 || from == me) {
+                while (answers[p].poll()) {
+                    answered[p]++;
+                    any = true;
                 }
             }
         }
+        return any;
     }
 
-    private long sendSlot(int p) {
-        return p * SLOT;
-    }
-
-    private long receiveSlot(int p) {
-        return (members.length + p) * SLOT;
-    }
-
-    /** Consumes member {@code p}'s next signal; the job's failure or the deadline ends the wait. */
-    private void await(int p, long deadline, String what) {
-        Host2HostSemaphore sem = semaphores[p];
-        boolean got = Waiting.await(() -> sem.poll() || failure.get() != null, deadline);
-        JmscclppException failed = failure.get();
-        if (failed != null) {
-            throw failed;
+    /** TIMEOUT naming the first member this rank still waits for. */
+    private JmscclppException stalled(int from, long chunks) {
+        for (int p = 0; p < members.length; p++) {
+            if (p == me) {
+                continue;
+            }
+            String what = (from < 0 || from == p) && copied[p] < chunks ? "data of a step between hosts ("
+                    + copied[p] + " of " + chunks + " chunks)"
+                    : (from < 0 || from == me) && answered[p] < chunks ? "the answer to a step between hosts ("
+                    + answered[p] + " of " + chunks + " chunks)" : null;
+            if (what != null) {
+                return JmscclppException.builder(ErrorCode.TIMEOUT, "no signal from rank " + members[p] + " (" + what
+                        + ") before the call's deadline").rank(rank).peer(members[p]).phase("collective").build();
+            }
         }
-        if (!got) {
-            throw JmscclppException.builder(ErrorCode.TIMEOUT, "no signal from rank " + members[p] + " (" + what
-                    + ") before the call's deadline").rank(rank).peer(members[p]).phase("collective").build();
-        }
+        return JmscclppException.builder(ErrorCode.TIMEOUT, "a step between hosts did not end before the call's"
+                + " deadline").rank(rank).phase("collective").build();
+    }
+
+    /** This rank's send slot for chunk {@code k} to member {@code p}. */
+    private long slot(int p, long k) {
+        return ((long) p * DEPTH + k % DEPTH) * CHUNK;
+    }
+
+    /** The slot, in a member's buffer, where member {@code p}'s chunk {@code k} arrives. */
+    private long inboundSlot(int p, long k) {
+        return ((long) (members.length + p) * DEPTH + k % DEPTH) * CHUNK;
     }
 
     @Override

@@ -96,6 +96,17 @@ public final class Waiting {
      * ({@link System#nanoTime()}) passes; returns whether the condition held.
      */
     public static boolean await(BooleanSupplier condition, long deadlineNanos) {
+        return await(condition, deadlineNanos, true);
+    }
+
+    /**
+     * {@link #await(BooleanSupplier, long)}; with {@code drive} false this thread never runs the
+     * transports' receiving end (it parks after its spin, as a virtual thread does), so that the
+     * receiving end stays with its own thread: for a thread that mostly writes between short waits
+     * (a stream of chunks), where taking the receiving end for each wait would leave it unattended
+     * while the thread writes.
+     */
+    public static boolean await(BooleanSupplier condition, long deadlineNanos, boolean drive) {
         Backoff backoff = new Backoff(MAX_PARK_NANOS);
         Thread self = null;
         try {
@@ -120,7 +131,7 @@ public final class Waiting {
                     PARKED.add(self);
                     continue;
                 }
-                Progress p = progress;
+                Progress p = drive ? progress : null;
                 if (p != null) {
                     int driven = p.drive(condition, deadlineNanos);
                     if (driven > 0) {

@@ -204,6 +204,43 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * Across hosts (4 ranks on 2 pretend hosts, rank r on host r % 2), calls that differ between
+     * the hosts, within one host, and on a host that only receives (a broadcast's other host): every
+     * rank fails with INVALID_USAGE naming the odd rank by its rank in the job and both values, and
+     * the communicator refuses later calls.
+     */
+    @Test
+    void mismatchedCallsAcrossHostsFailEveryRankNamingTheRanksAndValues() {
+        record Case(String name, String expect, IntFunction<Call> call) {
+        }
+        List<Case> cases = List.of(
+                new Case("between the hosts", "rank 1 has count 99",
+                        r -> (c, b) -> c.allReduce(b, b, r % 2 == 1 ? 99 : 100, DataType.FLOAT32, ReduceOp.SUM)),
+                new Case("within a host", "rank 3 has count 99",
+                        r -> (c, b) -> c.allReduce(b, b, r == 3 ? 99 : 100, DataType.FLOAT32, ReduceOp.SUM)),
+                new Case("on the receiving host", "rank 3 has count 7",
+                        r -> (c, b) -> c.broadcast(b, b, r == 3 ? 7 : 8, DataType.INT8, 0)));
+        for (Case k : cases) {
+            try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(4, CollectiveOptions.defaults(),
+                    r -> r % 2)) {
+                List<DeviceBuffer> bufs = new ArrayList<>();
+                for (int r = 0; r < 4; r++) {
+                    bufs.add(job.backends.get(r).allocate(4096));
+                }
+                List<Throwable> out = outcomes(job, r -> k.call().apply(r).run(job.comms.get(r), bufs.get(r)));
+                for (int r = 0; r < 4; r++) {
+                    JmscclppException e = usage(out.get(r));
+                    assertTrue(e.getMessage().contains(k.expect()), k.name() + ", rank " + r + ": " + e.getMessage());
+                    assertEquals(r, e.rank(), k.name() + ": " + e);
+                }
+                JmscclppException later = assertThrows(JmscclppException.class, () -> job.comms.get(0)
+                        .allReduce(bufs.get(0), bufs.get(0), 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT));
+                assertTrue(later.getMessage().contains("failed earlier"), k.name() + ": " + later.getMessage());
+            }
+        }
+    }
+
     @Test
     void everyFieldOfTheDescriptorIsCompared() {
         record Case(String name, String expect, IntFunction<Call> call) {

@@ -133,6 +133,45 @@ class HostCollectivesTest {
         everyCall(n, false, r -> r % hosts);
     }
 
+    /**
+     * An engine's table whose rows for any topology ("*") name its single-host algorithms (as the
+     * CUDA engine's names ll16) leaves the hierarchical communicator on its own algorithm: it reads
+     * only the rows of topology {@code hosts}.
+     */
+    @Test
+    void aTableForAnyTopologyDoesNotNameTheHierarchicalAlgorithms() {
+        int n = 2;
+        TuningTable tuning = TuningTable.parse("all_reduce * * 1M ll16\nall_gather * * * memory\n", "a cuda-like table");
+        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
+        List<HostBackend> backends = new ArrayList<>();
+        List<Communicator> communicators = new ArrayList<>();
+        List<CollectiveComm> comms = new ArrayList<>();
+        try {
+            List<Mono<CollectiveComm>> setups = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                backends.add(HostBackend.open());
+                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
+                long hash = 0x5EED0000L + r;
+                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(), tuning,
+                        HostCollectiveEngine.LEVEL, () -> hash, Transport.HOST_IPC));
+            }
+            comms.addAll(Flux.mergeSequential(setups).collectList().block(LIMIT));
+            try (Arena arena = Arena.ofConfined()) {
+                DeviceBuffer b = DeviceBuffer.wrap(arena.allocate(4096));
+                for (CollectiveComm c : comms) {
+                    assertEquals("hier", c.algorithmFor(CollectiveCall.allReduce(b, b, 16, DataType.FLOAT32,
+                            ReduceOp.SUM)).name());
+                    assertEquals("hier", c.algorithmFor(CollectiveCall.allGather(b, b, 16, DataType.FLOAT32)).name());
+                }
+            }
+        } finally {
+            comms.forEach(CollectiveComm::close);
+            communicators.forEach(Communicator::close);
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
+    }
+
     /** Hosts of 2 and 1 ranks: every rank's setup fails with INVALID_USAGE naming both hosts' ranks. */
     @Test
     void hostsHoldingDifferentRankCountsFailEveryRanksSetup() {
