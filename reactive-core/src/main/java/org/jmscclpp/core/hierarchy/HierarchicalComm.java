@@ -498,19 +498,31 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (n > 0) {
             MemorySegment gathered = scratch.host(1, n * e * hosts);
             MemorySegment mine = gathered.asSlice(host * n * e, n * e);
+            MemorySegment result = scratch.host(2, n * e);
             toHost(recv, lo * e, mine);
-            railExchange(n * e, p -> mine, p -> gathered.asSlice(p * n * e, n * e), -1, deadline);
             MemorySegment[] sources = new MemorySegment[hosts];
             long[] offsets = new long[hosts];
             Arrays.fill(sources, gathered);
-            for (int h = 0; h < hosts; h++) {
-                offsets[h] = h * n * e;
+            // each chunk is folded as soon as every other host's part of it is in, while the rest travels
+            HostRail.Arrival foldRange = (member, offset, bytes) -> {
+                for (int h = 0; h < hosts; h++) {
+                    offsets[h] = h * n * e + offset;
+                }
+                timed("fold", () -> Reductions.reduce(type, partial, sources, offsets, result, offset, bytes / e));
+                if (op == ReduceOp.AVG) {
+                    divide(type, result, offset, bytes / e, size);
+                }
+            };
+            int[] arrived = new int[(int) ((n * e + HostRail.CHUNK - 1) / HostRail.CHUNK)];
+            HostRail.Arrival fold = (member, offset, bytes) -> {
+                if (++arrived[(int) (offset / HostRail.CHUNK)] == hosts - 1) {
+                    foldRange.chunk(member, offset, bytes);
+                }
+            };
+            if (hosts == 1) {
+                foldRange.chunk(0, 0, n * e);   // no other host: this host's result is the job's
             }
-            MemorySegment result = scratch.host(2, n * e);
-            Reductions.reduce(type, partial, sources, offsets, result, 0, n);
-            if (op == ReduceOp.AVG) {
-                divide(type, result, 0, n, size);
-            }
+            railExchange(n * e, p -> mine, p -> gathered.asSlice(p * n * e, n * e), -1, fold, deadline);
             fromHost(result, recv, lo * e);
         }
         if (perHost > 1 && count % perHost == 0) {
@@ -628,8 +640,14 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /** One step between hosts on this rank's rail: {@link HostRail#exchange}. */
     private void railExchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from,
                               long deadline) {
+        railExchange(bytes, out, in, from, null, deadline);
+    }
+
+    /** {@link #railExchange(long, IntFunction, IntFunction, int, long)}, telling {@code arrival} of each chunk that came. */
+    private void railExchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from,
+                              HostRail.@Nullable Arrival arrival, long deadline) {
         settleAgreement(deadline);
-        rail.exchange(bytes, out, in, from, deadline, phases);
+        rail.exchange(bytes, out, in, from, deadline, arrival, phases);
     }
 
     /**

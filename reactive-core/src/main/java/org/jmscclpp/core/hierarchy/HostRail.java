@@ -146,11 +146,13 @@ final class HostRail implements AutoCloseable {
      * and receives as many from each into {@code in(p)}; with a {@code from} of 0 or more, only
      * that member sends, to every other. In chunks, pipelined (see the class comment); the step
      * ends when every chunk this rank sent was copied out by its receiver and every chunk it
-     * expects was copied into {@code in}. With {@code phases} non-null, the time spent writing and
+     * expects was copied into {@code in}. {@code arrival}, when given, hears of each chunk once it
+     * is in {@code in} (and its slot answered), so that the caller works on it while the rest
+     * travels. With {@code phases} non-null, the time spent writing (and in {@code arrival}) and
      * waiting is added to it.
      */
     void exchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from, long deadline,
-                  @Nullable Map<String, Long> phases) {
+                  @Nullable Arrival arrival, @Nullable Map<String, Long> phases) {
         int n = members.length;
         long chunks = (bytes + CHUNK - 1) / CHUNK;
         boolean sending = from < 0 || from == me;
@@ -188,6 +190,9 @@ final class HostRail implements AutoCloseable {
                         answers[p].signal();
                         copied[p]++;
                         moved = true;
+                        if (arrival != null) {
+                            arrival.chunk(p, k * CHUNK, len);
+                        }
                     }
                     done &= copied[p] == chunks;
                 }
@@ -218,6 +223,13 @@ final class HostRail implements AutoCloseable {
             phases.merge("rail writes and copies", writing, Long::sum);
             phases.merge("rail waits", waiting, Long::sum);
         }
+    }
+
+    /** What the caller does with a chunk that arrived from a member. */
+    @FunctionalInterface
+    interface Arrival {
+        /** The chunk of {@code bytes} at byte {@code offset} from member {@code member} is in its {@code in} segment. */
+        void chunk(int member, long offset, long bytes);
     }
 
     /** Consumes every signal that has arrived (data from the senders, answers from the receivers); whether any had. */
