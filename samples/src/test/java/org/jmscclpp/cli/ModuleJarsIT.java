@@ -60,6 +60,9 @@ class ModuleJarsIT {
                 unqualifiedExports(core));
         assertEquals(Set.of("org.jmscclpp.bootstrap", "org.jmscclpp.nativebridge"), core.exports().stream()
                 .filter(e -> e.source().equals("org.jmscclpp.core.spi")).findFirst().orElseThrow().targets());
+        // the collectives of jobs that span hosts: for the engines of the jmscclpp modules only
+        assertEquals(Set.of("org.jmscclpp.nativebridge"), core.exports().stream()
+                .filter(e -> e.source().equals("org.jmscclpp.core.hierarchy")).findFirst().orElseThrow().targets());
         assertEquals(Set.of("org.jmscclpp.bootstrap"),
                 unqualifiedExports(descriptor("bootstrap-netty", "jmscclpp-bootstrap-netty-0.1.0-SNAPSHOT.jar")));
         assertEquals(Set.of("org.jmscclpp.cuda", "org.jmscclpp.cuda.collective", "org.jmscclpp.cuda.kernel"),

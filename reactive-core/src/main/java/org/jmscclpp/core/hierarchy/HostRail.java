@@ -6,6 +6,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import org.jmscclpp.core.Communicator;
@@ -48,6 +56,8 @@ final class HostRail implements AutoCloseable {
     static final long CHUNK = 1 << 20;
     /** Slots per member and direction: the chunks in flight to one member. */
     static final int DEPTH = 4;
+    /** How long past the deadline a step waits for its sending half to stop. */
+    private static final long GRACE_NANOS = 5_000_000_000L;
 
     private final int rank;
     private final int me;
@@ -67,6 +77,7 @@ final class HostRail implements AutoCloseable {
     private final long[] answered;
     private final long[] arrived;
     private final long[] copied;
+    private @Nullable ExecutorService sender;
 
     private HostRail(int rank, int me, int[] members, Communicator communicator, DeviceBuffer buffer,
                      RegisteredMemory memory, Mesh mesh, Host2HostSemaphore[] answers,
@@ -146,21 +157,74 @@ final class HostRail implements AutoCloseable {
      * and receives as many from each into {@code in(p)}; with a {@code from} of 0 or more, only
      * that member sends, to every other. In chunks, pipelined (see the class comment); the step
      * ends when every chunk this rank sent was copied out by its receiver and every chunk it
-     * expects was copied into {@code in}. {@code arrival}, when given, hears of each chunk once it
-     * is in {@code in} (and its slot answered), so that the caller works on it while the rest
-     * travels. With {@code phases} non-null, the time spent writing (and in {@code arrival}) and
-     * waiting is added to it.
+     * expects was copied into {@code in}. A step of several chunks that this rank sends runs its
+     * sending half on the rail's sender thread, beside the receiving half on the calling thread.
+     * {@code arrival}, when given, hears of each chunk once it is in {@code in} (and its slot
+     * answered), on the calling thread, so that the caller works on it while the rest travels.
+     * With {@code phases} non-null, the calling thread's time spent moving and waiting is added to it.
      */
     void exchange(long bytes, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in, int from, long deadline,
                   @Nullable Arrival arrival, @Nullable Map<String, Long> phases) {
-        int n = members.length;
         long chunks = (bytes + CHUNK - 1) / CHUNK;
         boolean sending = from < 0 || from == me;
         java.util.Arrays.fill(sent, 0);
         java.util.Arrays.fill(answered, 0);
         java.util.Arrays.fill(arrived, 0);
         java.util.Arrays.fill(copied, 0);
-        long writing = 0;
+        if (!sending || chunks <= 1) {
+            // one chunk: this thread runs the receiving end itself while it waits (the lowest latency)
+            pump(bytes, chunks, out, in, from, deadline, arrival, sending, true, chunks <= 1, () -> false, phases);
+            return;
+        }
+        AtomicBoolean cancelled = new AtomicBoolean();
+        CompletableFuture<Void> sends = CompletableFuture.runAsync(() -> pump(bytes, chunks, out, in, from, deadline,
+                null, true, false, false, cancelled::get, null), sender());
+        try {
+            pump(bytes, chunks, out, in, from, deadline, arrival, false, true, false,
+                    () -> sends.isCompletedExceptionally(), phases);
+            sends.get(Math.max(0, deadline - System.nanoTime()) + GRACE_NANOS, TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (TimeoutException e) {
+            throw stalled(from, chunks);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw JmscclppException.builder(ErrorCode.TIMEOUT, "interrupted in a step between hosts").rank(rank)
+                    .phase("collective").build();
+        } catch (RuntimeException e) {
+            // the sending half may not outlive the step: it would write into the next one's slots
+            cancelled.set(true);
+            Throwable why = null;
+            try {
+                sends.get(GRACE_NANOS, TimeUnit.NANOSECONDS);
+            } catch (ExecutionException failed) {
+                why = failed.getCause();
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            } catch (TimeoutException ignored) {
+                // still writing: the rail is broken with the call, and close() stops the thread
+            }
+            // the receiving half stopped because the sending half failed: that failure is the news
+            if (e instanceof JmscclppException j && j.code() == ErrorCode.INTERNAL_ERROR
+                    && why instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Moves chunks until this thread's part is done: with {@code send}, writes this rank's chunks
+     * (as slots free up) and consumes the answers; with {@code receive}, copies out the chunks that
+     * came and answers them. Between rounds with nothing to move it waits for a signal, the job's
+     * failure, {@code stop} or the deadline; with {@code drive} the wait runs the network's
+     * receiving end itself.
+     */
+    private void pump(long bytes, long chunks, IntFunction<MemorySegment> out, IntFunction<MemorySegment> in,
+                      int from, long deadline, @Nullable Arrival arrival, boolean send, boolean receive, boolean drive,
+                      BooleanSupplier stop, @Nullable Map<String, Long> phases) {
+        int n = members.length;
+        long moving = 0;
         long waiting = 0;
         while (true) {
             boolean done = true;
@@ -170,7 +234,7 @@ final class HostRail implements AutoCloseable {
                 if (p == me) {
                     continue;
                 }
-                if (sending) {
+                if (send) {
                     while (sent[p] < chunks && sent[p] - answered[p] < DEPTH) {
                         long k = sent[p];
                         long len = Math.min(CHUNK, bytes - k * CHUNK);
@@ -182,7 +246,7 @@ final class HostRail implements AutoCloseable {
                     }
                     done &= answered[p] == chunks;
                 }
-                if (from < 0 || from == p) {
+                if (receive && (from < 0 || from == p)) {
                     while (copied[p] < arrived[p]) {
                         long k = copied[p];
                         long len = Math.min(CHUNK, bytes - k * CHUNK);
@@ -198,31 +262,42 @@ final class HostRail implements AutoCloseable {
                 }
             }
             long t1 = phases == null ? 0 : System.nanoTime();
-            writing += t1 - t0;
+            moving += t1 - t0;
             if (done) {
                 break;
             }
             if (!moved) {
-                // a step of one chunk waits for one answer: this thread runs the receiving end itself
-                // (the lowest latency); a stream of chunks leaves it to its own thread, which keeps
-                // reading while this one writes
-                boolean got = Waiting.await(() -> collect(from) || failure.get() != null, deadline, chunks <= 1);
+                boolean got = Waiting.await(() -> collect(from, send, receive) || failure.get() != null
+                        || stop.getAsBoolean(), deadline, drive);
                 JmscclppException failed = failure.get();
                 if (failed != null) {
                     throw failed;
+                }
+                if (stop.getAsBoolean()) {
+                    throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the other half of a step between hosts"
+                            + " stopped").rank(rank).phase("collective").build();
                 }
                 if (!got) {
                     throw stalled(from, chunks);
                 }
                 waiting += phases == null ? 0 : System.nanoTime() - t1;
             } else {
-                collect(from);
+                collect(from, send, receive);
             }
         }
         if (phases != null) {
-            phases.merge("rail writes and copies", writing, Long::sum);
+            phases.merge("rail moves" + (send ? "" : " (receiving)"), moving, Long::sum);
             phases.merge("rail waits", waiting, Long::sum);
         }
+    }
+
+    /** The rail's sender thread, started by the first step that needs it. */
+    private synchronized ExecutorService sender() {
+        if (sender == null) {
+            sender = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon()
+                    .name("jmscclpp-rail-tx-r" + rank).factory());
+        }
+        return sender;
     }
 
     /** What the caller does with a chunk that arrived from a member. */
@@ -232,20 +307,23 @@ final class HostRail implements AutoCloseable {
         void chunk(int member, long offset, long bytes);
     }
 
-    /** Consumes every signal that has arrived (data from the senders, answers from the receivers); whether any had. */
-    private boolean collect(int from) {
+    /**
+     * Consumes every signal that has arrived for this thread's part (data from the senders when
+     * {@code receive}, answers from the receivers when {@code send}); whether any had.
+     */
+    private boolean collect(int from, boolean send, boolean receive) {
         boolean any = false;
         for (int p = 0; p < members.length; p++) {
             if (p == me) {
                 continue;
             }
-            if ((from < 0 || from == p)) {
+            if (receive && (from < 0 || from == p)) {
                 while (data[p].poll()) {
                     arrived[p]++;
                     any = true;
                 }
             }
-            if (from < 0 || from == me) {
+            if (send) {
                 while (answers[p].poll()) {
                     answered[p]++;
                     any = true;
@@ -286,6 +364,19 @@ final class HostRail implements AutoCloseable {
 
     @Override
     public void close() {
+        ExecutorService s;
+        synchronized (this) {
+            s = sender;
+            sender = null;
+        }
+        if (s != null) {
+            s.shutdownNow();
+            try {
+                s.awaitTermination(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         Closeables.closeAll(List.of(memory, communicator, buffer));
     }
 }

@@ -22,6 +22,8 @@ import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -343,12 +345,13 @@ class HostCollectiveFaultsTest {
     /**
      * Across hosts (4 ranks on 2 pretend hosts): rank 3 leaves while the others run an allReduce.
      * Its host partner (rank 1) waits for it inside the host, ranks 0 and 2 on their rails between
-     * hosts; all three fail with REMOTE_ERROR long before the deadline.
+     * hosts; all three fail with REMOTE_ERROR long before the deadline. Slices of one chunk of the
+     * rail, and of several (the rail's sending half then runs on its own thread).
      */
-    @Test
-    void aPeerThatDiesDuringACallAcrossHostsIsARemoteErrorOnEverySurvivor() {
+    @ParameterizedTest(name = "{0} floats")
+    @ValueSource(longs = {300_000, 3_000_000})
+    void aPeerThatDiesDuringACallAcrossHostsIsARemoteErrorOnEverySurvivor(long count) {
         int n = 4;
-        long count = 300_000;
         try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(n, CollectiveOptions.defaults(), r -> r % 2)) {
             List<DeviceBuffer> bufs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
