@@ -15,6 +15,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinTask;
+import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -98,6 +101,13 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /** The topology name of this communicator's tuning rows. */
     public static final String TOPOLOGY = "hosts";
+    /**
+     * System property: threads that fold one chunk of the rail (the worker and helpers), 1 to 16; by
+     * default a quarter of the cores, at most 4.
+     */
+    public static final String FOLD_THREADS_PROPERTY = "jmscclpp.foldThreads";
+    /** Fewest elements a fold's thread takes. */
+    private static final long FOLD_MIN_ELEMENTS = 32 << 10;
     /** Largest bootstrap message of a send or receive between hosts. */
     static final int CHUNK = 4 << 20;
 
@@ -163,6 +173,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private final HostRail rail;
     private final ExecutorService worker;
     private final Scratch scratch;
+    /** Threads that fold a chunk ({@value #FOLD_THREADS_PROPERTY}). */
+    private final int foldThreads = Math.clamp(Integer.getInteger(FOLD_THREADS_PROPERTY,
+            Math.min(4, Runtime.getRuntime().availableProcessors() / 4)), 1, 16);
+    /** The fold pool, once a fold was large enough to split (see {@link #foldPool()}). */
+    private @Nullable ForkJoinPool foldPool;
     /** The descriptor comparison of the collective call under way, until settled (the worker thread's). */
     private @Nullable CompletableFuture<byte[]> agreement;
     /** Where a collective call's time went, by step (TRACE of COLL only; the worker thread's). */
@@ -344,6 +359,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        synchronized (this) {
+            if (foldPool != null) {
+                foldPool.shutdownNow();
+            }
+        }
         List<AutoCloseable> all = new ArrayList<>(List.of(rail, hostComm, hostCommunicator, scratch));
         if (railBackend != null) {
             all.add(railBackend);
@@ -500,19 +520,9 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             MemorySegment mine = gathered.asSlice(host * n * e, n * e);
             MemorySegment result = scratch.host(2, n * e);
             toHost(recv, lo * e, mine);
-            MemorySegment[] sources = new MemorySegment[hosts];
-            long[] offsets = new long[hosts];
-            Arrays.fill(sources, gathered);
             // each chunk is folded as soon as every other host's part of it is in, while the rest travels
-            HostRail.Arrival foldRange = (member, offset, bytes) -> {
-                for (int h = 0; h < hosts; h++) {
-                    offsets[h] = h * n * e + offset;
-                }
-                timed("fold", () -> Reductions.reduce(type, partial, sources, offsets, result, offset, bytes / e));
-                if (op == ReduceOp.AVG) {
-                    divide(type, result, offset, bytes / e, size);
-                }
-            };
+            HostRail.Arrival foldRange = (member, offset, bytes) -> timed("fold", () -> fold(type, partial,
+                    op == ReduceOp.AVG, gathered, n * e, result, offset, bytes / e));
             int[] arrived = new int[(int) ((n * e + HostRail.CHUNK - 1) / HostRail.CHUNK)];
             HostRail.Arrival fold = (member, offset, bytes) -> {
                 if (++arrived[(int) (offset / HostRail.CHUNK)] == hosts - 1) {
@@ -543,6 +553,61 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 }
             }
         }
+    }
+
+    /**
+     * {@code result[offset, +count elements)} = the reduction of the hosts' parts at the same place
+     * of {@code gathered} (host h's part starts at {@code h * part} bytes), divided by the rank count
+     * for an average. Large ranges are split over the fold pool's threads.
+     */
+    private void fold(DataType type, ReduceOp op, boolean average, MemorySegment gathered, long part,
+                      MemorySegment result, long offset, long count) {
+        int e = type.bytes();
+        int pieces = (int) Math.max(1, Math.min(foldThreads, count / FOLD_MIN_ELEMENTS));
+        Runnable[] work = new Runnable[pieces];
+        for (int i = 0; i < pieces; i++) {
+            long lo = count * i / pieces;
+            long len = count * (i + 1) / pieces - lo;
+            long at = offset + lo * e;
+            work[i] = () -> {
+                MemorySegment[] sources = new MemorySegment[hosts];
+                long[] offsets = new long[hosts];
+                for (int h = 0; h < hosts; h++) {
+                    sources[h] = gathered;
+                    offsets[h] = h * part + at;
+                }
+                Reductions.reduce(type, op, sources, offsets, result, at, len);
+                if (average) {
+                    divide(type, result, at, len, size);
+                }
+            };
+        }
+        if (pieces == 1) {
+            work[0].run();
+            return;
+        }
+        ForkJoinPool pool = foldPool();
+        List<ForkJoinTask<?>> tasks = new ArrayList<>();
+        for (int i = 1; i < pieces; i++) {
+            tasks.add(pool.submit(work[i]));
+        }
+        work[0].run();
+        for (ForkJoinTask<?> t : tasks) {
+            t.join();
+        }
+    }
+
+    /** The fold's helper threads, started by the first fold large enough to split. */
+    private synchronized ForkJoinPool foldPool() {
+        if (foldPool == null) {
+            foldPool = new ForkJoinPool(foldThreads - 1, pool -> {
+                ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(pool);
+                t.setName("jmscclpp-fold-r" + rank + "-" + t.getPoolIndex());
+                t.setDaemon(true);
+                return t;
+            }, null, false);
+        }
+        return foldPool;
     }
 
     private void allGather(CollectiveCall call, long deadline) {
