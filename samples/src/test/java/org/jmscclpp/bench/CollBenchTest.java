@@ -1,6 +1,7 @@
 package org.jmscclpp.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.awt.image.BufferedImage;
@@ -119,11 +120,37 @@ class CollBenchTest {
         assertTrue(r.out().contains("# Out of bounds values : 8 FAILED"), r.out());
     }
 
+    /**
+     * {@code --hosts 2}: four rank processes as two hosts of two (their own MSCCLPP_HOSTID per pair),
+     * so the library runs the collectives of jobs that span hosts; every element checked.
+     */
+    @Test
+    @Timeout(180)
+    void hostsMakePretendHostsOfConsecutiveRanks() {
+        Run r = bench("--op", "allreduce", "--ranks", "4", "--hosts", "2", "-b", "1K", "-e", "4K", "-f", "4", "-n", "2",
+                "-w", "1", "-c", "1", "--staged", "off", "--overhead", "0");
+        assertEquals(ExitCodes.OK, r.code(), r.out() + r.err());
+        assertTrue(r.err().contains("4 processes as 2 hosts"), r.err());
+        List<String> rows = r.rows();
+        assertEquals(2, rows.size(), r.out());
+        for (String row : rows) {
+            String[] c = row.strip().split(" +");
+            assertEquals("0", c[8], "out-of-place #wrong: " + row);
+            assertEquals("0", c[12], "in-place #wrong: " + row);
+        }
+        CollOptions o = CollOptions.parse(List.of("--ranks", "4", "--hosts", "2"));
+        assertEquals(o.hostEnv(1).get("MSCCLPP_HOSTID"), o.hostEnv(0).get("MSCCLPP_HOSTID"));
+        assertNotEquals(o.hostEnv(1).get("MSCCLPP_HOSTID"), o.hostEnv(2).get("MSCCLPP_HOSTID"));
+        assertEquals(o.hostEnv(2).get("MSCCLPP_HOSTID"), o.hostEnv(2).get("NCCL_HOSTID"));
+        assertTrue(CollOptions.parse(List.of("--ranks", "4")).hostEnv(3).isEmpty());
+    }
+
     @Test
     void argumentErrorsExitTwo() {
         for (List<String> bad : List.of(List.of("-b", "lots"), List.of("--op", "scan"), List.of("--algo", "nope"),
                 List.of("--algo", "port"), List.of("--baseline", "nccl"), List.of("-n"), List.of("--redop", "xor"),
-                List.of("--op", "broadcast", "--root", "2"), List.of("-d", "quad"))) {
+                List.of("--op", "broadcast", "--root", "2"), List.of("-d", "quad"), List.of("--ranks", "4", "--hosts", "3"),
+                List.of("--hosts", "0"))) {
             Run r = bench(bad.toArray(String[]::new));
             assertEquals(ExitCodes.USAGE, r.code(), bad + ": " + r.err());
             assertTrue(r.err().startsWith("jmscclpp bench coll: "), r.err());
