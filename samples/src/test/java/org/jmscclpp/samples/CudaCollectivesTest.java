@@ -19,14 +19,15 @@ class CudaCollectivesTest {
 
     @Test
     void everyKindHasTheCudaEnginesAlgorithmsTheDirectOneFirst() {
+        // one host's algorithms, the default first, then the hierarchical one for jobs across hosts
         Map<CollectiveKind, List<String>> expected = Map.of(
-                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16"),
-                CollectiveKind.ALL_GATHER, List.of("memory", "ll16"),
-                CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16"),
-                CollectiveKind.BROADCAST, List.of("memory", "ll16"),
-                CollectiveKind.REDUCE, List.of("rs", "ll16"),
-                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16"),
-                CollectiveKind.SEND, List.of("direct"));
+                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "hier"),
+                CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "hier"),
+                CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier"),
+                CollectiveKind.BROADCAST, List.of("memory", "ll16", "hier"),
+                CollectiveKind.REDUCE, List.of("rs", "ll16", "hier"),
+                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "hier"),
+                CollectiveKind.SEND, List.of("direct", "hier"));
         for (CollectiveKind kind : CollectiveSample.KINDS) {
             List<String> names = CollectiveJob.algorithms("cuda", kind).stream().filter(a -> !a.startsWith("test-"))
                     .toList();
