@@ -16,8 +16,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
-import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.EndpointConfig;
 import org.jmscclpp.core.ErrorCode;
@@ -72,7 +72,8 @@ final class HostRail implements AutoCloseable {
     /** answers[p]: chunks p has copied out (inbound), and this rank's signal after copying out one of p's. */
     private final Host2HostSemaphore[] answers;
     private final Supplier<@Nullable JmscclppException> failure;
-    // the progress of the step under way, per member (the worker thread only)
+    // the progress of the step under way, per member: sent and answered belong to the thread of the
+    // sending half (the sender thread in a step of several chunks), arrived and copied to the caller's
     private final long[] sent;
     private final long[] answered;
     private final long[] arrived;
