@@ -468,10 +468,9 @@ final class EthernetConnection implements Connection {
                 if (acked >= target) {
                     return;
                 }
-                acks.poll();
-                if (acked >= target) {
-                    return;
-                }
+                // the wait comes before the read: the ack has seldom arrived yet, and a read to find
+                // that out is a system call per flush; a socket with bytes, or a wake-up, ends the
+                // wait at once
                 long now = System.nanoTime();
                 if (now - deadline >= 0) {
                     throw flushTimeout(timeout);
@@ -480,6 +479,7 @@ final class EthernetConnection implements Connection {
                     throw error(ErrorCode.ABORTED, "flush", "interrupted while waiting for acknowledgements");
                 }
                 acks.awaitReadable(deadline - now);
+                acks.poll();
             }
         } catch (IOException e) {
             // the ack reader closes the socket when the peer closes or dies: its recorded failure
@@ -490,6 +490,9 @@ final class EthernetConnection implements Connection {
         } finally {
             blockingTarget = 0;
             acks.leaveFlusher();
+            if (hasSubscribedFlushes()) {
+                acks.wakeup();   // their acks are the ack thread's again
+            }
         }
     }
 
@@ -556,7 +559,7 @@ final class EthernetConnection implements Connection {
                     return;
                 }
                 waiters.add(w);
-                wake = w.deadline() - armedUntil < 0;
+                wake = w.deadline() - armedUntil < 0 || acks.quiet();
             }
             if (wake) {
                 acks.wakeup();
@@ -569,6 +572,18 @@ final class EthernetConnection implements Connection {
         synchronized (waiters) {
             waiters.remove(w);
         }
+    }
+
+    /** Whether a subscribed flush waits for its ack (the ack thread then watches the socket). */
+    boolean hasSubscribedFlushes() {
+        synchronized (waiters) {
+            return !waiters.isEmpty();
+        }
+    }
+
+    /** Acks that the connection's ack thread read, rather than a caller in {@link #awaitFlush} (for tests). */
+    long acksReadByTheAckThread() {
+        return acks.acksOnReaderThread();
     }
 
     /** Subscribed flushes still waiting for their ack (for tests: a cancelled flush must leave none). */
