@@ -363,8 +363,8 @@ public final class EthernetBenchRankSample implements Sample {
         @Option(names = "--max", paramLabel = "S", converter = SampleArgs.Bytes.class,
                 description = "the largest size, at most 2 GiB - 1 (default: 64M)")
         long max = 64 << 20;
-        @Option(names = "--iters", paramLabel = "N", description = "timed transfers per size (default: 200)")
-        int iters = 200;
+        @Option(names = "--iters", paramLabel = "N", description = "timed transfers per size (default: 1000)")
+        int iters = 1000;
         @Option(names = "--warmup", paramLabel = "N", description = "untimed transfers first (default: 200)")
         int warmup = 200;
         @Option(names = "--turns", paramLabel = "N", description = "ping-pong round trips (default: 5000)")

@@ -24,22 +24,23 @@ class EthernetBenchTest {
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
         int header = lines.indexOf(lines.stream().filter(l -> l.startsWith("|")).findFirst().orElseThrow());
         assertTrue(lines.get(header).matches("\\|\\s+size \\| iters \\| ETHERNET GB/s \\| raw TCP GB/s \\| "
-                + "ratio \\| target \\(>= 0\\.8 from 1 MiB\\) \\|"), r.out());
+                + "ratio \\| target \\(>= 0\\.9 from 64 KiB\\) \\|"), r.out());
         List<String> sizes = List.of("1 KiB", "4 KiB", "16 KiB");
         for (int i = 0; i < sizes.size(); i++) {
             String row = lines.get(header + 2 + i);
             assertTrue(row.matches("\\|\\s+" + sizes.get(i) + " \\|\\s+3 \\|\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\|"
                     + "\\s+\\d+\\.\\d\\d \\| -\\s+\\|"), row);
         }
-        assertEquals("target: ratio >= 0.8 from 1 MiB up: no size measured from 1 MiB up", lines.get(header + 5),
+        assertEquals("target: ratio >= 0.9 from 64 KiB up: no size measured from 64 KiB up", lines.get(header + 5),
                 r.out());
         String pingHeader = lines.get(header + 7);
-        assertTrue(pingHeader.matches("\\| ping-pong, 1 int\\s+\\| turns \\| ETHERNET µs \\| raw TCP µs \\|\\s+ratio \\|"),
+        assertTrue(pingHeader.matches("\\| ping-pong, 1 int\\s+\\| turns \\| ETHERNET µs \\| raw TCP µs \\|\\s+ratio \\| "
+                + "target \\(<= 1\\.5\\)\\s+\\|"),
                 r.out());
         assertTrue(lines.get(header + 9).matches("\\| write \\+ updateAndSync / wait \\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
-                + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\|"), r.out());
+                + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\| (met|not met)\\s+\\|"), r.out());
         assertTrue(lines.get(header + 10).matches("\\| writeAndSignal / wait\\s+\\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
-                + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\|"), r.out());
+                + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\| (met|not met)\\s+\\|"), r.out());
         assertEquals(header + 11, lines.size(), r.out());
     }
 
@@ -63,7 +64,7 @@ class EthernetBenchTest {
     @Test
     void defaultsAndSizes() {
         EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
-        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 200, 200, 5000, 20_000), o);
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 1000, 200, 5000, 20_000), o);
         assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
                 64L << 20), o.sizes());
         assertEquals(5000, o.warmupTurns());
@@ -77,17 +78,23 @@ class EthernetBenchTest {
     @Test
     void rowsAndTargetLine() {
         EthernetBench.Row met = EthernetBench.Row.parse(
-                "ETH size=1048576 iters=100 warmup=10 eth_gbps=1.9 tcp_gbps=2.0 check=ok");
+                "ETH size=65536 iters=100 warmup=10 eth_gbps=1.9 tcp_gbps=2.0 check=ok");
         EthernetBench.Row missed = EthernetBench.Row.parse(
-                "ETH size=4194304 iters=100 warmup=10 eth_gbps=1.0 tcp_gbps=2.0 check=ok");
+                "ETH size=4194304 iters=100 warmup=10 eth_gbps=1.7 tcp_gbps=2.0 check=ok");
+        EthernetBench.Row small = EthernetBench.Row.parse(
+                "ETH size=16384 iters=100 warmup=10 eth_gbps=0.1 tcp_gbps=2.0 check=ok");
         assertNotNull(met);
         assertNotNull(missed);
         assertNull(EthernetBench.Row.parse("ETH-PINGPONG turns=10 eth_us=1.0 put_us=0.5 tcp_us=2.0"));
         assertEquals(new EthernetBench.PingPong(10, 1.0, 0.5, 2.0),
                 EthernetBench.PingPong.parse("ETH-PINGPONG turns=10 eth_us=1.0 put_us=0.5 tcp_us=2.0"));
-        assertEquals("target: ratio >= 0.8 from 1 MiB up: met on 1 of 1 sizes", EthernetBench.targetLine(List.of(met)));
-        assertEquals("target: ratio >= 0.8 from 1 MiB up: not met on 1 of 2 sizes (4 MiB)",
+        assertEquals("target: ratio >= 0.9 from 64 KiB up: met on 1 of 1 sizes",
+                EthernetBench.targetLine(List.of(small, met)));
+        assertEquals("target: ratio >= 0.9 from 64 KiB up: not met on 1 of 2 sizes (4 MiB)",
                 EthernetBench.targetLine(List.of(met, missed)));
+        String ping = EthernetBench.pingTable(new EthernetBench.PingPong(10, 31.0, 29.0, 20.0));
+        assertTrue(ping.contains("|       31.00 |      20.00 |  1.55 | not met "), ping);
+        assertTrue(ping.contains("|       29.00 |      20.00 |  1.45 | met "), ping);
     }
 
     @Test

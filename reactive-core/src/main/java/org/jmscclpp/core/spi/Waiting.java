@@ -107,7 +107,12 @@ public final class Waiting {
      * while the thread writes.
      */
     public static boolean await(BooleanSupplier condition, long deadlineNanos, boolean drive) {
-        Backoff backoff = new Backoff(MAX_PARK_NANOS);
+        // A thread that may drive the receiving end does so at once: its drive spins too, reading
+        // the socket as it spins. Spinning here first would leave the bytes unread for the spin's
+        // length, the receiving end's own thread having left it to the waiters (measured: the spin
+        // alone set the floor of an ETHERNET ping-pong turn).
+        boolean driveAtOnce = drive && progress != null && !Thread.currentThread().isVirtual();
+        Backoff backoff = new Backoff(MAX_PARK_NANOS, driveAtOnce ? 0 : SPIN_NANOS);
         Thread self = null;
         try {
             while (true) {
