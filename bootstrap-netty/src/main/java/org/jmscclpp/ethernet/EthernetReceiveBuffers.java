@@ -12,11 +12,20 @@ import io.netty.util.UncheckedBooleanSupplier;
  * {@link EthernetReceiver#lendDestination()}), so the kernel copies the socket's bytes straight
  * into place, as a plain blocking {@code read} into the buffer would; headers, tokens and bodies
  * for device memory go into Netty's pooled buffers as usual (at most {@value #MAX_POOLED} bytes per
- * read).
+ * read, and at most {@value #HEADER_READ} while a header is awaited).
  */
 final class EthernetReceiveBuffers implements RecvByteBufAllocator {
 
     static final int MAX_POOLED = 64 << 10;
+    /**
+     * The most a read takes while the receiver waits for a frame's header: enough for a run of small
+     * frames (a ping-pong's write and token come in one read), little enough that a large body
+     * mostly goes into its destination, lent, instead of into a pooled buffer and then copied. With
+     * the adaptive guess alone (up to {@value #MAX_POOLED}), a 64 KiB frame's first read took the
+     * header and the whole body, which was then copied into place: a memory copy of every byte raw
+     * TCP reads straight into place.
+     */
+    static final int HEADER_READ = 4 << 10;
 
     /**
      * Reads per wake-up of the event loop while the socket keeps filling the buffers it is given,
@@ -48,7 +57,10 @@ final class EthernetReceiveBuffers implements RecvByteBufAllocator {
         @Override
         public ByteBuf allocate(ByteBufAllocator alloc) {
             ByteBuf destination = receiver.lendDestination();
-            return destination != null ? destination : super.allocate(alloc);
+            if (destination != null) {
+                return destination;
+            }
+            return receiver.betweenFrames() ? alloc.ioBuffer(Math.min(guess(), HEADER_READ)) : super.allocate(alloc);
         }
 
         @Override

@@ -115,6 +115,11 @@ final class EthernetReceiver extends ChannelInboundHandlerAdapter {
         return lent;
     }
 
+    /** Whether the next bytes start a frame (or the handshake): no body is being read. Event loop. */
+    boolean betweenFrames() {
+        return state != State.BODY;
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;

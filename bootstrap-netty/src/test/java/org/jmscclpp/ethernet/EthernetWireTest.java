@@ -111,6 +111,38 @@ class EthernetWireTest {
         }
     }
 
+    /**
+     * While no body is being read, a read takes at most {@link EthernetReceiveBuffers#HEADER_READ}
+     * bytes however far the adaptive guess has grown, so a large frame's body goes mostly into its
+     * destination (lent) rather than into a pooled buffer and then copied.
+     */
+    @Test
+    void aReadBetweenFramesTakesLittleWhateverTheGuess() {
+        EmbeddedChannel ch = channel();
+        try {
+            RecvByteBufAllocator.Handle handle = new EthernetReceiveBuffers(
+                    new EthernetReceiver(session, EthernetSession.HANDSHAKE_TIMEOUT_NANOS)).newHandle();
+            for (int wake = 0; wake < 20; wake++) {
+                handle.reset(ch.config());
+                ByteBuf b = handle.allocate(ALLOC);
+                try {
+                    assertTrue(b.writableBytes() <= EthernetReceiveBuffers.HEADER_READ,
+                            "a read of " + b.writableBytes() + " bytes with a guess of " + handle.guess());
+                    // reads that fill big buffers make the guess grow
+                    handle.attemptedBytesRead(EthernetReceiveBuffers.MAX_POOLED);
+                    handle.lastBytesRead(EthernetReceiveBuffers.MAX_POOLED);
+                    handle.incMessagesRead(1);
+                } finally {
+                    b.release();
+                }
+                handle.readComplete();
+            }
+            assertTrue(handle.guess() > EthernetReceiveBuffers.HEADER_READ, "the guess grew to " + handle.guess());
+        } finally {
+            ch.finishAndReleaseAll();
+        }
+    }
+
     /** Runs the dialler's side of the handshake on {@code ch} with this session's secret; drains the CHALLENGE. */
     private void handshake(EmbeddedChannel ch) {
         byte[] hello = EthernetHandshakes.hello();
