@@ -9,11 +9,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;
@@ -47,8 +49,8 @@ import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -79,9 +81,10 @@ import reactor.core.publisher.Sinks;
  *   <li>allToAll: inside the host, local rank {@code j} collects what the host sends to every
  *       host's local rank {@code j}; each rail then exchanges those blocks, and every rank places
  *       what came.</li>
- *   <li>send/recv: inside a host, a group of the host's communicator; between hosts, over the
- *       bootstrap's connection (messages of at most {@value #CHUNK} bytes), the receiver checking
- *       the sender's descriptor and answering before any data moves.</li>
+ *   <li>send/recv: inside a host, a group of the host's communicator; between hosts, over a
+ *       link of the two ranks (a two-member rail on the rails' transport, made at their first
+ *       transfer), the receiver checking the sender's descriptor (over the bootstrap) and
+ *       answering before any data moves.</li>
  * </ul>
  * The steps between hosts run on a {@link HostRail}: one-sided writes and semaphore signals over
  * {@code ETHERNET} connections between the rail's members, in host memory of a host backend (the
@@ -108,8 +111,6 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     public static final String FOLD_THREADS_PROPERTY = "jmscclpp.foldThreads";
     /** Fewest elements a fold's thread takes. */
     private static final long FOLD_MIN_ELEMENTS = 32 << 10;
-    /** Largest bootstrap message of a send or receive between hosts. */
-    static final int CHUNK = 4 << 20;
 
     /** The algorithms, one per kind (ids 101 to 107, apart from any engine's own). */
     public static final List<Algorithm> ALGORITHMS = List.of(
@@ -171,6 +172,12 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private final Communicator hostCommunicator;
     private final CollectiveComm hostComm;
     private final HostRail rail;
+    private final Transport railTransport;
+    /**
+     * The links for sends and receives to ranks of other hosts, by peer: a two-member rail each,
+     * made at the first send or receive between the two (both make it then), closed with this.
+     */
+    private final Map<Integer, HostRail> links = new ConcurrentHashMap<>();
     private final ExecutorService worker;
     private final Scratch scratch;
     /** Threads that fold a chunk ({@value #FOLD_THREADS_PROPERTY}). */
@@ -185,7 +192,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     private HierarchicalComm(Communicator communicator, CollectiveOptions options, Level level,
                              @Nullable Backend railBackend, TuningTable tuning, int[][] ranksOf,
-                             Communicator hostCommunicator, CollectiveComm hostComm, HostRail rail) {
+                             Communicator hostCommunicator, CollectiveComm hostComm, HostRail rail,
+                             Transport railTransport) {
         // the engine's rows for any topology name its single-host algorithms: only the hosts rows apply here
         super(communicator, options, ALGORITHMS, tuning.only(TOPOLOGY), TOPOLOGY);
         this.backend = communicator.backend();
@@ -210,7 +218,9 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         this.hostCommunicator = hostCommunicator;
         this.hostComm = hostComm;
         this.rail = rail;
-        this.phases = LOG.isLoggable(System.Logger.Level.TRACE) ? new LinkedHashMap<>() : null;
+        this.railTransport = railTransport;
+        // synchronized: the sends and receives between hosts run on threads of their own
+        this.phases = LOG.isLoggable(System.Logger.Level.TRACE) ? Collections.synchronizedMap(new LinkedHashMap<>()) : null;
         // a platform thread: its waits on the rail run the network's receiving end themselves
         // (Waiting.Progress), where a virtual thread would wait for the event loop to wake it
         this.worker = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("jmscclpp-hier-r" + rank)
@@ -311,7 +321,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                     });
             made.addFirst(rail);
             HierarchicalComm comm = new HierarchicalComm(communicator, options, level, railBackend, tuning, ranksOf,
-                    hostCommunicator, hostComm, rail);
+                    hostCommunicator, hostComm, rail, railTransport);
             self.set(comm);
             comm.startWatch();
             return comm;
@@ -364,7 +374,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 foldPool.shutdownNow();
             }
         }
-        List<AutoCloseable> all = new ArrayList<>(List.of(rail, hostComm, hostCommunicator, scratch));
+        List<AutoCloseable> all = new ArrayList<>(links.values());
+        all.addAll(List.of(rail, hostComm, hostCommunicator, scratch));
         if (railBackend != null) {
             all.add(railBackend);
         }
@@ -717,27 +728,37 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /**
      * The sends and receives of a batch, progressing together: those within this host as one group
-     * of the host's communicator, those to other hosts over the bootstrap.
+     * of the host's communicator, those to each rank of another host over the link with that rank
+     * ({@link #link}), each peer's on a virtual thread of its own. A link carries one transfer at a
+     * time, so both ranks of a pair take their transfers in one order: those from the lower rank to
+     * the higher first, each direction in call order (the i-th send meets the i-th receive).
      */
     private void runPointToPoint(List<Planned> calls, long deadline) {
         List<Planned> inHost = new ArrayList<>();
-        // across hosts, the sends to one peer go one after the other, and so do the receives from
-        // one: their messages share a tag, and the i-th send must meet the i-th receive
         Map<Integer, List<Planned>> across = new LinkedHashMap<>();
         for (Planned p : calls) {
             int peer = p.call().peer();
             if (hostOf[peer] == host) {
                 inHost.add(p);
             } else {
-                int key = p.call().kind() == CollectiveKind.SEND ? peer : -1 - peer;
-                across.computeIfAbsent(key, k -> new ArrayList<>()).add(p);
+                across.computeIfAbsent(peer, k -> new ArrayList<>()).add(p);
             }
         }
         List<Mono<Void>> steps = new ArrayList<>();
-        for (List<Planned> inOrder : across.values()) {
-            steps.add(Flux.fromIterable(inOrder).concatMap(p -> p.call().kind() == CollectiveKind.SEND
-                    ? sendAcross(p, deadline) : recvAcross(p, deadline)).then());
-        }
+        across.forEach((peer, list) -> {
+            CollectiveKind first = rank < peer ? CollectiveKind.SEND : CollectiveKind.RECV;
+            List<Planned> ordered = new ArrayList<>(list.stream().filter(p -> p.call().kind() == first).toList());
+            ordered.addAll(list.stream().filter(p -> p.call().kind() != first).toList());
+            steps.add(Mono.<Void>fromRunnable(() -> {
+                for (Planned p : ordered) {
+                    if (p.call().kind() == CollectiveKind.SEND) {
+                        sendAcross(p, deadline);
+                    } else {
+                        recvAcross(p, deadline);
+                    }
+                }
+            }).subscribeOn(Waiting.VIRTUAL));
+        });
         if (!inHost.isEmpty()) {
             steps.add(hostComm.group(g -> {
                 for (Planned p : inHost) {
@@ -754,68 +775,90 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         await(Mono.when(steps), deadline, "sends and receives");
     }
 
-    /** The descriptor, then (once the receiver answered that it matches) the data in chunks. */
-    private Mono<Void> sendAcross(Planned p, long deadline) {
-        CollectiveCall c = p.call();
-        int peer = c.peer();
-        int dataTag = tag(P2P_TAGS);
-        long[] w = p.descriptor().words();
-        byte[] header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(w[0]).putLong(w[1]).array();
-        long bytes = c.count() * c.type().bytes();
-        return bootstrap.send(peer, dataTag, header, left(deadline))
-                .then(Mono.defer(() -> bootstrap.recv(peer, tag(P2P_ANSWER_TAGS),
-                        left(deadline))))
-                .flatMap(answer -> {
-                    if (answer.length > 0) {
-                        return Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE,
-                                new String(answer, StandardCharsets.UTF_8)).rank(rank).peer(peer)
-                                .phase("send").build());
-                    }
-                    List<Mono<Void>> chunks = new ArrayList<>();
-                    for (long off = 0; off < bytes; off += CHUNK) {
-                        int n = (int) Math.min(CHUNK, bytes - off);
-                        long at = off;
-                        chunks.add(Mono.defer(() -> {
-                            byte[] data = new byte[n];
-                            toHost(Objects.requireNonNull(c.send()), at, MemorySegment.ofArray(data));
-                            return bootstrap.send(peer, dataTag, data, left(deadline));
-                        }));
-                    }
-                    return Flux.concat(chunks).then();
-                });
+    /**
+     * The link with {@code peer} (on another host): a {@link HostRail} of the two, over the rails'
+     * transport, made on first use; both ranks make it at their first transfer between them. Its
+     * view of the bootstrap has tags of its own ({@link SubsetBootstrap#LINK_TAG_FLIP}).
+     */
+    private HostRail link(int peer, long deadline) {
+        HostRail l = links.get(peer);
+        if (l == null) {
+            int[] pair = {Math.min(rank, peer), Math.max(rank, peer)};
+            l = HostRail.open(new SubsetBootstrap(bootstrap, pair, 1, SubsetBootstrap.LINK_TAG_FLIP),
+                    railBackend == null ? backend : railBackend, railTransport, left(deadline), this::peerFailure);
+            links.put(peer, l);
+        }
+        return l;
     }
 
-    private Mono<Void> recvAcross(Planned p, long deadline) {
+    /** The peers this rank has a link with (for tests). */
+    java.util.Set<Integer> linkedPeers() {
+        return java.util.Set.copyOf(links.keySet());
+    }
+
+    /**
+     * The descriptor over the bootstrap, the receiver's answer (empty when it matches), then the
+     * data over the link with the peer. Blocks; runs on a virtual thread.
+     */
+    private void sendAcross(Planned p, long deadline) {
         CollectiveCall c = p.call();
         int peer = c.peer();
-        int dataTag = tag(P2P_TAGS);
+        long[] w = p.descriptor().words();
+        byte[] header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(w[0]).putLong(w[1]).array();
+        byte[] answer = await(bootstrap.send(peer, tag(P2P_TAGS), header, left(deadline))
+                .then(Mono.defer(() -> bootstrap.recv(peer, tag(P2P_ANSWER_TAGS), left(deadline)))), deadline, "send");
+        if (answer.length > 0) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, new String(answer, StandardCharsets.UTF_8))
+                    .rank(rank).peer(peer).phase("send").build();
+        }
         long bytes = c.count() * c.type().bytes();
-        return bootstrap.recv(peer, dataTag, left(deadline)).flatMap(header -> {
-            ByteBuffer h = ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN);
-            CallDescriptor theirs = CallDescriptor.decode(new long[] {h.getLong(), h.getLong(), 0, 0}, 0);
-            String why = CallDescriptor.pointToPointMismatch(peer, theirs, rank, p.descriptor(), this::algorithmName)
-                    .orElse(null);
-            byte[] answer = why == null ? new byte[0] : why.getBytes(StandardCharsets.UTF_8);
-            Mono<Void> answered = bootstrap.send(peer, tag(P2P_ANSWER_TAGS), answer,
-                    left(deadline));
-            if (why != null) {
-                return answered.then(Mono.error(JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank)
-                        .peer(peer).phase("recv").build()));
-            }
-            List<Mono<byte[]>> chunks = new ArrayList<>();
-            for (long off = 0; off < bytes; off += CHUNK) {
-                int n = (int) Math.min(CHUNK, bytes - off);
-                long at = off;
-                chunks.add(bootstrap.recv(peer, dataTag, left(deadline)).doOnNext(data -> {
-                    if (data.length != n) {
-                        throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + peer + " sent " + data.length
-                                + " bytes, expected " + n).rank(rank).peer(peer).phase("recv").build();
-                    }
-                    fromHost(MemorySegment.ofArray(data), Objects.requireNonNull(c.recv()), at);
-                }));
-            }
-            return answered.then(Flux.concat(chunks).then());
-        });
+        if (bytes == 0) {
+            return;
+        }
+        HostRail l = link(peer, deadline);
+        DeviceBuffer src = Objects.requireNonNull(c.send());
+        if (src.hostAccessible()) {
+            MemorySegment out = src.hostSegment();
+            l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(bytes, 64);
+            toHost(src, 0, out);
+            l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
+        }
+    }
+
+    /** The receiving side of {@link #sendAcross}: checks the descriptor, answers, takes the data. */
+    private void recvAcross(Planned p, long deadline) {
+        CollectiveCall c = p.call();
+        int peer = c.peer();
+        byte[] header = await(bootstrap.recv(peer, tag(P2P_TAGS), left(deadline)), deadline, "recv");
+        ByteBuffer h = ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN);
+        CallDescriptor theirs = CallDescriptor.decode(new long[] {h.getLong(), h.getLong(), 0, 0}, 0);
+        String why = CallDescriptor.pointToPointMismatch(peer, theirs, rank, p.descriptor(), this::algorithmName)
+                .orElse(null);
+        byte[] answer = why == null ? new byte[0] : why.getBytes(StandardCharsets.UTF_8);
+        await(bootstrap.send(peer, tag(P2P_ANSWER_TAGS), answer, left(deadline)), deadline, "recv");
+        if (why != null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank).peer(peer).phase("recv").build();
+        }
+        long bytes = c.count() * c.type().bytes();
+        if (bytes == 0) {
+            return;
+        }
+        HostRail l = link(peer, deadline);
+        DeviceBuffer dst = Objects.requireNonNull(c.recv());
+        if (dst.hostAccessible()) {
+            MemorySegment in = dst.hostSegment();
+            l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment in = arena.allocate(bytes, 64);
+            l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
+            fromHost(in, dst, 0);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------

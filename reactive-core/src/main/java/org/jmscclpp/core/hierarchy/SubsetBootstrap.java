@@ -26,6 +26,12 @@ final class SubsetBootstrap implements Bootstrap {
 
     /** Flipped in every tag this view hands to the parent. */
     static final int TAG_BIT = 0x20000000;
+    /**
+     * Flipped instead by the views of a pair of ranks on two hosts ({@link HierarchicalComm}'s
+     * links for sends and receives), which may share their pair with a rail's view: with the sign
+     * bit set, their tags meet no other view's, nor the parent's own (all below it).
+     */
+    static final int LINK_TAG_FLIP = 0xA0000000;
     /** Tags of the view's own collectives: this prefix | the sequence number (low 24 bits). */
     private static final int COLLECTIVE_TAGS = 0x4D000000;
 
@@ -33,6 +39,7 @@ final class SubsetBootstrap implements Bootstrap {
     private final int[] members;
     private final int rank;
     private final int ranksPerNode;
+    private final int tagFlip;
     private final AtomicLong collectives = new AtomicLong();
 
     /**
@@ -41,6 +48,12 @@ final class SubsetBootstrap implements Bootstrap {
      * @param ranksPerNode what {@link #nRanksPerNode()} reports
      */
     SubsetBootstrap(Bootstrap parent, int[] members, int ranksPerNode) {
+        this(parent, members, ranksPerNode, TAG_BIT);
+    }
+
+    /** As above, flipping {@code tagFlip} (instead of {@link #TAG_BIT}) in every tag handed to the parent. */
+    SubsetBootstrap(Bootstrap parent, int[] members, int ranksPerNode, int tagFlip) {
+        this.tagFlip = tagFlip;
         this.parent = Objects.requireNonNull(parent, "parent");
         this.members = members.clone();
         int me = -1;
@@ -83,12 +96,12 @@ final class SubsetBootstrap implements Bootstrap {
 
     @Override
     public Mono<Void> send(int peer, int tag, byte[] data, Duration timeout) {
-        return Mono.defer(() -> parent.send(member(checkPeer(peer, "send")), tag ^ TAG_BIT, data, timeout));
+        return Mono.defer(() -> parent.send(member(checkPeer(peer, "send")), tag ^ tagFlip, data, timeout));
     }
 
     @Override
     public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
-        return Mono.defer(() -> parent.recv(member(checkPeer(peer, "recv")), tag ^ TAG_BIT, timeout));
+        return Mono.defer(() -> parent.recv(member(checkPeer(peer, "recv")), tag ^ tagFlip, timeout));
     }
 
     /** Every member's {@code local} in rank order (all of the same length), sent directly to every member. */

@@ -5,11 +5,122 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.Communicator;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.collective.CollectiveComm;
+import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
+import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.host.HostBackend;
+import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
-/** {@link HierarchicalComm}'s own arithmetic (its calls run in HostCollectivesTest, over pretend hosts). */
+/**
+ * {@link HierarchicalComm}'s own arithmetic and its links for sends and receives (its collectives
+ * run in HostCollectivesTest, over pretend hosts).
+ */
 class HierarchicalCommTest {
+
+    private static final Duration LIMIT = Duration.ofSeconds(120);
+
+    /** Each pretend host's communicator: the host backend's own engine over the host's ranks. */
+    private static final HierarchicalComm.Level HOST_LEVEL = new HierarchicalComm.Level() {
+        @Override
+        public Mono<CollectiveComm> create(Communicator hostCommunicator, CollectiveOptions options,
+                                           TuningTable tuning) {
+            return CollectiveComm.create(hostCommunicator, options);
+        }
+
+        @Override
+        public void checkBuffer(Backend backend, int rank, DeviceBuffer buffer, String which) {
+        }
+    };
+
+    /**
+     * Two ranks on two pretend hosts, each sending to the other in the same groups (the rank with
+     * the lower number's transfers go first on both, so neither waits for the other's): a message of
+     * several of the link's chunks, a small one and an empty one each way, every element checked;
+     * both ranks then hold one link, with each other, and a second round reuses it.
+     */
+    @Test
+    @Timeout(180)
+    void sendsAndReceivesBetweenHostsGoOverALinkOfTheTwo() {
+        int n = 2;
+        long big = (3 * HostRail.CHUNK) / 4 + 5;   // floats: three chunks and a bit
+        long[] counts = {big, 7, 0};
+        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
+        List<HostBackend> backends = new ArrayList<>();
+        List<Communicator> communicators = new ArrayList<>();
+        List<CollectiveComm> comms = new ArrayList<>();
+        try {
+            List<Mono<CollectiveComm>> setups = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                backends.add(HostBackend.open());
+                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
+                long hash = 0x5EED0000L + r;
+                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(),
+                        TuningTable.empty(), HOST_LEVEL, () -> hash, Transport.HOST_IPC));
+            }
+            comms.addAll(Flux.mergeSequential(setups).collectList().block(LIMIT));
+            for (int round = 0; round < 2; round++) {
+                List<List<DeviceBuffer>> sends = new ArrayList<>();
+                List<List<DeviceBuffer>> recvs = new ArrayList<>();
+                List<Mono<Void>> calls = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    List<DeviceBuffer> s = new ArrayList<>();
+                    List<DeviceBuffer> d = new ArrayList<>();
+                    for (int m = 0; m < counts.length; m++) {
+                        DeviceBuffer b = backends.get(r).allocate(Math.max(4, counts[m] * 4));
+                        for (long i = 0; i < counts[m]; i++) {
+                            b.hostSegment().set(ValueLayout.JAVA_FLOAT_UNALIGNED, 4 * i, value(round, r, m, i));
+                        }
+                        s.add(b);
+                        d.add(backends.get(r).allocate(Math.max(4, counts[m] * 4)));
+                    }
+                    sends.add(s);
+                    recvs.add(d);
+                    int peer = 1 - r;
+                    calls.add(comms.get(r).group(g -> {
+                        for (int m = 0; m < counts.length; m++) {
+                            g.recv(d.get(m), counts[m], DataType.FLOAT32, peer);
+                            g.send(s.get(m), counts[m], DataType.FLOAT32, peer);
+                        }
+                    }));
+                }
+                Mono.when(calls).block(LIMIT);
+                for (int r = 0; r < n; r++) {
+                    for (int m = 0; m < counts.length; m++) {
+                        MemorySegment got = recvs.get(r).get(m).hostSegment();
+                        for (long i = 0; i < counts[m]; i++) {
+                            assertEquals(value(round, 1 - r, m, i), got.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 4 * i),
+                                    "round " + round + ", rank " + r + ", message " + m + ", element " + i);
+                        }
+                    }
+                    assertEquals(Set.of(1 - r), ((HierarchicalComm) comms.get(r)).linkedPeers(), "rank " + r);
+                }
+                sends.forEach(l -> l.forEach(DeviceBuffer::close));
+                recvs.forEach(l -> l.forEach(DeviceBuffer::close));
+            }
+        } finally {
+            comms.forEach(CollectiveComm::close);
+            communicators.forEach(Communicator::close);
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
+    }
+
+    private static float value(int round, int rank, int message, long i) {
+        return round * 1e6f + rank * 1e5f + message * 1e4f + (i % 9973);
+    }
 
     /**
      * The hierarchical allReduce's AVG divides a sum once: the quotient of every type is the one
