@@ -70,6 +70,8 @@ class HostCollectivesAcrossHostsTest {
                     "MSCCLPP_COMM_ID", root,
                     "MSCCLPP_SOCKET_IFNAME", host == 0 ? hosts.vethA : hosts.vethB,
                     "MSCCLPP_HOSTID", "across-hosts-" + host,
+                    // named, in any case: the rails' transport as a user would pin it
+                    "MSCCLPP_RAIL_TRANSPORT", "ethernet",
                     "JMSCCLPP_SHM_DIR", shm.toString()));
         }
         long until = System.nanoTime() + DEADLINE.toNanos();

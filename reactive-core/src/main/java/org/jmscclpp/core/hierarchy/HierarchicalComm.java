@@ -23,6 +23,7 @@ import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import java.util.function.IntFunction;
 import java.util.function.LongFunction;
 import java.util.function.LongSupplier;
@@ -49,6 +50,8 @@ import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.TransportProvider;
+import org.jmscclpp.core.spi.TransportProviders;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -151,6 +154,12 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     }
 
     private static final System.Logger LOG = Log.logger(HierarchicalComm.class, Subsystem.COLL);
+
+    /**
+     * Environment variable naming the rails' transport ({@code ETHERNET}, {@code IB0..IB7});
+     * unset, {@code IB0} where every rank can use it, else {@code ETHERNET}.
+     */
+    public static final String RAIL_TRANSPORT_ENV = "MSCCLPP_RAIL_TRANSPORT";
 
     /** Bootstrap tags (this prefix | the options' tag): point-to-point messages between hosts and their answers. */
     private static final int P2P_TAGS = 0x4F000000;
@@ -255,12 +264,15 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /**
      * Sets up the collectives of {@code communicator}, whose ranks span hosts, with {@code level}'s
-     * communicators inside each host and the rails between hosts over {@code ETHERNET}. Every rank
-     * of the job calls it at once.
+     * communicators inside each host and the rails between hosts over the network transport that
+     * {@value #RAIL_TRANSPORT_ENV} names, else {@code IB0} where every rank can use it, else
+     * {@code ETHERNET}. Every rank of the job calls it at once.
      */
     public static Mono<CollectiveComm> create(Communicator communicator, CollectiveOptions options, TuningTable tuning,
                                               Level level) {
-        return create(communicator, options, tuning, level, HostIdentity::hostHash, Transport.ETHERNET);
+        String setting = System.getenv(RAIL_TRANSPORT_ENV);
+        return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, level, HostIdentity.hostHash(),
+                railBackend -> railPreference(setting, railBackend, communicator.rank())));
     }
 
     /**
@@ -271,22 +283,124 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                                               TuningTable tuning, Level level, LongSupplier hostHash,
                                               Transport railTransport) {
         return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, level, hostHash.getAsLong(),
-                railTransport));
+                railBackend -> new RailPreference(railTransport, true)));
+    }
+
+    /** The rails' transport a rank asks for: named ({@value #RAIL_TRANSPORT_ENV}) or chosen by what it has. */
+    record RailPreference(Transport transport, boolean named) {
+    }
+
+    /**
+     * This rank's preference: the transport {@code setting} names ({@code ETHERNET} or
+     * {@code IB0..IB7}, any case; INVALID_USAGE when it is another value or this rank cannot use
+     * it, with the reason), else {@code IB0} when its provider is present and usable with
+     * {@code backend}, else {@code ETHERNET}.
+     */
+    static RailPreference railPreference(@Nullable String setting, Backend backend, int rank) {
+        if (setting == null || setting.isBlank()) {
+            return new RailPreference(usable(Transport.IB0, backend) == null ? Transport.IB0 : Transport.ETHERNET,
+                    false);
+        }
+        Transport named;
+        try {
+            named = Transport.valueOf(setting.strip().toUpperCase(java.util.Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            named = null;
+        }
+        if (named == null || named != Transport.ETHERNET && !named.isIb()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, RAIL_TRANSPORT_ENV + "=" + setting
+                    + " names no network transport: ETHERNET or IB0..IB7").rank(rank).phase("collective setup")
+                    .build();
+        }
+        String why = usable(named, backend);
+        if (why != null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, RAIL_TRANSPORT_ENV + "=" + setting
+                    + ", which this rank cannot use: " + why).rank(rank).phase("collective setup").build();
+        }
+        return new RailPreference(named, true);
+    }
+
+    /** Why {@code transport} cannot carry memory of {@code backend} here, or null when it can. */
+    private static @Nullable String usable(Transport transport, Backend backend) {
+        TransportProvider provider = TransportProviders.find(transport);
+        if (provider == null) {
+            return "no module on the module or class path provides " + transport;
+        }
+        return provider.unavailableReason(backend, transport).orElse(null);
+    }
+
+    /**
+     * The rails' transport from every rank's preference: where any rank named one, every rank must
+     * have named the same (else INVALID_USAGE naming two that differ); else the one they all chose,
+     * or {@code ETHERNET} when they chose differently (one host without IB takes every rail to
+     * ETHERNET).
+     */
+    static Transport agreeOnRails(RailPreference[] all, int rank, String phase) {
+        int namedBy = -1;
+        for (int r = 0; r < all.length; r++) {
+            if (all[r].named()) {
+                namedBy = r;
+                break;
+            }
+        }
+        if (namedBy >= 0) {
+            for (int r = 0; r < all.length; r++) {
+                if (!all[r].named() || all[r].transport() != all[namedBy].transport()) {
+                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks disagree on "
+                            + RAIL_TRANSPORT_ENV + ": rank " + namedBy + " has " + all[namedBy].transport()
+                            + ", rank " + r + " has " + (all[r].named() ? all[r].transport() : "it unset"))
+                            .rank(rank).peer(r == rank ? namedBy : r).phase(phase).build();
+                }
+            }
+            return all[namedBy].transport();
+        }
+        for (RailPreference p : all) {
+            if (p.transport() != all[0].transport()) {
+                return Transport.ETHERNET;
+            }
+        }
+        return all[0].transport();
     }
 
     private static HierarchicalComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning,
-                                          Level level, long hostHash, Transport railTransport) {
+                                          Level level, long hostHash,
+                                          Function<Backend, RailPreference> preference) {
+        Backend railBackend = level.openRailBackend();
+        try {
+            return setUp(communicator, options, tuning, level, hostHash, preference, railBackend);
+        } catch (RuntimeException e) {
+            if (railBackend != null) {
+                Closeables.closeAll(List.of(railBackend), e);
+            }
+            throw e;
+        }
+    }
+
+    private static HierarchicalComm setUp(Communicator communicator, CollectiveOptions options, TuningTable tuning,
+                                          Level level, long hostHash, Function<Backend, RailPreference> preference,
+                                          @Nullable Backend railBackend) {
         int rank = communicator.rank();
         String phase = "collective setup";
         Duration timeout = timeoutOf(communicator, options);
         Bootstrap bs = communicator.bootstrap();
-        byte[] mine = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(hostHash).array();
+        RailPreference wanted = preference.apply(railBackend == null ? communicator.backend() : railBackend);
+        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(hostHash)
+                .putInt(wanted.transport().ordinal()).putInt(wanted.named() ? 1 : 0).array();
         ByteBuffer all = ByteBuffer.wrap(Objects.requireNonNull(bs.allGather(mine, timeout)
                 .timeout(timeout.plusSeconds(5)).block())).order(ByteOrder.LITTLE_ENDIAN);
         long[] hashes = new long[communicator.size()];
+        RailPreference[] preferences = new RailPreference[communicator.size()];
         for (int r = 0; r < hashes.length; r++) {
             hashes[r] = all.getLong();
+            int ordinal = all.getInt();
+            boolean named = all.getInt() != 0;
+            if (ordinal < 0 || ordinal >= Transport.values().length) {
+                throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + r + " sent transport "
+                        + ordinal).rank(rank).peer(r).phase(phase).build();
+            }
+            preferences[r] = new RailPreference(Transport.values()[ordinal], named);
         }
+        Transport railTransport = agreeOnRails(preferences, rank, phase);
         int[][] ranksOf = hostsOf(hashes, rank, phase);
         int host = -1;
         int local = -1;
@@ -308,10 +422,6 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             CollectiveComm hostComm = Objects.requireNonNull(level.create(hostCommunicator, options, tuning)
                     .timeout(timeout.plusSeconds(5)).block());
             made.addFirst(hostComm);
-            Backend railBackend = level.openRailBackend();
-            if (railBackend != null) {
-                made.add(railBackend);
-            }
             // the rail's waits end with the job's failure, as the collective communicator's watch sees it
             AtomicReference<@Nullable HierarchicalComm> self = new AtomicReference<>();
             HostRail rail = HostRail.open(new SubsetBootstrap(bs, railMembers, 1),

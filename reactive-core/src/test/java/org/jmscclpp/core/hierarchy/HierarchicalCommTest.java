@@ -1,6 +1,8 @@
 package org.jmscclpp.core.hierarchy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,11 +14,14 @@ import java.util.Set;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.TuningTable;
+import org.jmscclpp.core.hierarchy.HierarchicalComm.RailPreference;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
@@ -116,6 +121,57 @@ class HierarchicalCommTest {
             bootstraps.forEach(InMemoryBootstrap::close);
             backends.forEach(HostBackend::close);
         }
+    }
+
+    /**
+     * A rank's preference for the rails' transport: unset, IB0 where usable, else ETHERNET (here
+     * no module provides IB0); named, in any case, a network transport this rank can use, else
+     * INVALID_USAGE saying why (this module's tests have no ETHERNET provider either).
+     */
+    @Test
+    void aRanksRailTransportIsTheNamedOneOrTheBestItHas() {
+        try (HostBackend b = HostBackend.open()) {
+            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(null, b, 3));
+            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(" ", b, 3));
+            for (String bad : List.of("ib9", "HOST_IPC", "tcp")) {
+                JmscclppException e = assertThrows(JmscclppException.class,
+                        () -> HierarchicalComm.railPreference(bad, b, 3));
+                assertEquals(ErrorCode.INVALID_USAGE, e.code());
+                assertTrue(e.getMessage().contains("MSCCLPP_RAIL_TRANSPORT=" + bad + " names no network transport")
+                        && e.rank() == 3, e.getMessage());
+            }
+            JmscclppException ib = assertThrows(JmscclppException.class,
+                    () -> HierarchicalComm.railPreference("ib0", b, 3));
+            assertEquals(ErrorCode.INVALID_USAGE, ib.code());
+            assertTrue(ib.getMessage().contains("MSCCLPP_RAIL_TRANSPORT=ib0, which this rank cannot use: no module")
+                    && ib.getMessage().contains("provides IB0"), ib.getMessage());
+        }
+    }
+
+    /**
+     * The job's rails' transport: a named one when every rank named the same; INVALID_USAGE
+     * naming two ranks when they differ or one left it unset; unnamed, the one every rank chose,
+     * else ETHERNET (one host without IB takes every rail to ETHERNET).
+     */
+    @Test
+    void theRanksAgreeOnTheRailsTransport() {
+        RailPreference ib = new RailPreference(Transport.IB0, false);
+        RailPreference eth = new RailPreference(Transport.ETHERNET, false);
+        RailPreference ib1 = new RailPreference(Transport.IB1, true);
+        String phase = "collective setup";
+        assertEquals(Transport.IB0, HierarchicalComm.agreeOnRails(new RailPreference[] {ib, ib, ib}, 0, phase));
+        assertEquals(Transport.ETHERNET, HierarchicalComm.agreeOnRails(new RailPreference[] {ib, eth, ib}, 0, phase));
+        assertEquals(Transport.IB1, HierarchicalComm.agreeOnRails(new RailPreference[] {ib1, ib1}, 1, phase));
+        JmscclppException unset = assertThrows(JmscclppException.class,
+                () -> HierarchicalComm.agreeOnRails(new RailPreference[] {eth, ib1, ib1}, 2, phase));
+        assertEquals(ErrorCode.INVALID_USAGE, unset.code());
+        assertTrue(unset.getMessage().contains("the ranks disagree on MSCCLPP_RAIL_TRANSPORT: rank 1 has IB1, rank 0 "
+                + "has it unset"), unset.getMessage());
+        RailPreference namedEth = new RailPreference(Transport.ETHERNET, true);
+        JmscclppException differ = assertThrows(JmscclppException.class,
+                () -> HierarchicalComm.agreeOnRails(new RailPreference[] {namedEth, namedEth, ib1}, 0, phase));
+        assertTrue(differ.getMessage().contains("rank 0 has ETHERNET, rank 2 has IB1") && differ.peer() == 2,
+                differ.getMessage());
     }
 
     private static float value(int round, int rank, int message, long i) {
