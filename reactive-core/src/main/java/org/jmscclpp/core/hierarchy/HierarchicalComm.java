@@ -932,7 +932,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
             return;
         }
-        try (Arena arena = Arena.ofConfined()) {
+        // shared: a step of several chunks sends them from the rail's sender thread
+        try (Arena arena = Arena.ofShared()) {
             MemorySegment out = arena.allocate(bytes, 64);
             toHost(src, 0, out);
             l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
@@ -964,7 +965,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
             return;
         }
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             MemorySegment in = arena.allocate(bytes, 64);
             l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
             fromHost(in, dst, 0);
