@@ -183,10 +183,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private final HostRail rail;
     private final Transport railTransport;
     /**
-     * The links for sends and receives to ranks of other hosts, by peer: a two-member rail each,
-     * made at the first send or receive between the two (both make it then), closed with this.
+     * The links for sends and receives between this rank and ranks of other hosts, one per
+     * direction ({@link #linkKey}): a two-member rail each, made at the first transfer that way
+     * (both ranks make it then), closed with this.
      */
-    private final Map<Integer, HostRail> links = new ConcurrentHashMap<>();
+    private final Map<Integer, Link> links = new ConcurrentHashMap<>();
     private final ExecutorService worker;
     private final Scratch scratch;
     /** Threads that fold a chunk ({@value #FOLD_THREADS_PROPERTY}). */
@@ -838,10 +839,9 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /**
      * The sends and receives of a batch, progressing together: those within this host as one group
-     * of the host's communicator, those to each rank of another host over the link with that rank
-     * ({@link #link}), each peer's on a virtual thread of its own. A link carries one transfer at a
-     * time, so both ranks of a pair take their transfers in one order: those from the lower rank to
-     * the higher first, each direction in call order (the i-th send meets the i-th receive).
+     * of the host's communicator, those to or from each rank of another host over the link of that
+     * direction ({@link #link}), each direction's on a virtual thread of its own, in call order (the
+     * i-th send meets the i-th receive).
      */
     private void runPointToPoint(List<Planned> calls, long deadline) {
         List<Planned> inHost = new ArrayList<>();
@@ -851,24 +851,20 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             if (hostOf[peer] == host) {
                 inHost.add(p);
             } else {
-                across.computeIfAbsent(peer, k -> new ArrayList<>()).add(p);
+                across.computeIfAbsent(linkKey(peer, p.call().kind() == CollectiveKind.SEND), k -> new ArrayList<>())
+                        .add(p);
             }
         }
         List<Mono<Void>> steps = new ArrayList<>();
-        across.forEach((peer, list) -> {
-            CollectiveKind first = rank < peer ? CollectiveKind.SEND : CollectiveKind.RECV;
-            List<Planned> ordered = new ArrayList<>(list.stream().filter(p -> p.call().kind() == first).toList());
-            ordered.addAll(list.stream().filter(p -> p.call().kind() != first).toList());
-            steps.add(Mono.<Void>fromRunnable(() -> {
-                for (Planned p : ordered) {
-                    if (p.call().kind() == CollectiveKind.SEND) {
-                        sendAcross(p, deadline);
-                    } else {
-                        recvAcross(p, deadline);
-                    }
+        across.values().forEach(inOrder -> steps.add(Mono.<Void>fromRunnable(() -> {
+            for (Planned p : inOrder) {
+                if (p.call().kind() == CollectiveKind.SEND) {
+                    sendAcross(p, deadline);
+                } else {
+                    recvAcross(p, deadline);
                 }
-            }).subscribeOn(Waiting.VIRTUAL));
-        });
+            }
+        }).subscribeOn(Waiting.VIRTUAL)));
         if (!inHost.isEmpty()) {
             steps.add(hostComm.group(g -> {
                 for (Planned p : inHost) {
@@ -885,24 +881,64 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         await(Mono.when(steps), deadline, "sends and receives");
     }
 
+    /** The key of the link to {@code peer} ({@code sending}) or from it: peer, or -1 - peer. */
+    private static int linkKey(int peer, boolean sending) {
+        return sending ? peer : -1 - peer;
+    }
+
     /**
-     * The link with {@code peer} (on another host): a {@link HostRail} of the two, over the rails'
-     * transport, made on first use; both ranks make it at their first transfer between them. Its
-     * view of the bootstrap has tags of its own ({@link SubsetBootstrap#LINK_TAG_FLIP}).
+     * The link of one direction between this rank and {@code peer} (on another host): a
+     * {@link HostRail} of the two, sender first, over the rails' transport, made on first use; both
+     * ranks make it at their first transfer that way. Its view of the bootstrap has tags of its own
+     * ({@link SubsetBootstrap#LINK_TAG_FLIP}, with one more bit for links from the higher rank), so
+     * the two directions of a pair set up side by side.
      */
-    private HostRail link(int peer, long deadline) {
-        HostRail l = links.get(peer);
+    private Link link(int peer, boolean sending, long deadline) {
+        int key = linkKey(peer, sending);
+        Link l = links.get(key);
         if (l == null) {
-            int[] pair = {Math.min(rank, peer), Math.max(rank, peer)};
-            l = HostRail.open(new SubsetBootstrap(bootstrap, pair, 1, SubsetBootstrap.LINK_TAG_FLIP),
-                    railBackend == null ? backend : railBackend, railTransport, left(deadline), this::peerFailure);
-            links.put(peer, l);
+            int from = sending ? rank : peer;
+            int to = sending ? peer : rank;
+            int flip = SubsetBootstrap.LINK_TAG_FLIP ^ (from < to ? 0 : SubsetBootstrap.LINK_DOWN_BIT);
+            l = new Link(HostRail.open(new SubsetBootstrap(bootstrap, new int[] {from, to}, 1, flip),
+                    railBackend == null ? backend : railBackend, railTransport, left(deadline), this::peerFailure));
+            links.put(key, l);
         }
         return l;
     }
 
-    /** The peers this rank has a link with (for tests). */
-    java.util.Set<Integer> linkedPeers() {
+    /**
+     * A link and, for messages in memory the host cannot reach, its staging area in the backend's
+     * host-visible (pinned) memory, grown to the largest message; confined to the link's
+     * direction's thread of each batch.
+     */
+    private final class Link implements AutoCloseable {
+        final HostRail rail;
+        private @Nullable DeviceBuffer staging;
+
+        Link(HostRail rail) {
+            this.rail = rail;
+        }
+
+        MemorySegment staging(long bytes) {
+            if (staging == null || staging.size() < bytes) {
+                if (staging != null) {
+                    staging.close();
+                    staging = null;
+                }
+                staging = backend.allocateHostVisible(Math.max(bytes, Long.highestOneBit(bytes - 1) << 1));
+            }
+            return staging.hostSegment().asSlice(0, bytes);
+        }
+
+        @Override
+        public void close() {
+            Closeables.closeAll(staging == null ? List.of(rail) : List.of(rail, staging));
+        }
+    }
+
+    /** The links this rank has: the peer for one to it, -1 - the peer for one from it (for tests). */
+    java.util.Set<Integer> links() {
         return java.util.Set.copyOf(links.keySet());
     }
 
@@ -925,19 +961,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (bytes == 0) {
             return;
         }
-        HostRail l = link(peer, deadline);
+        Link l = link(peer, true, deadline);
         DeviceBuffer src = Objects.requireNonNull(c.send());
+        MemorySegment out;
         if (src.hostAccessible()) {
-            MemorySegment out = src.hostSegment();
-            l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
-            return;
-        }
-        // shared: a step of several chunks sends them from the rail's sender thread
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment out = arena.allocate(bytes, 64);
+            out = src.hostSegment();
+        } else {
+            out = l.staging(bytes);
             toHost(src, 0, out);
-            l.exchange(bytes, q -> out, q -> MemorySegment.NULL, l.indexOf(rank), deadline, null, null);
         }
+        l.rail.exchange(bytes, q -> out, q -> MemorySegment.NULL, 0, deadline, null, null);
     }
 
     /** The receiving side of {@link #sendAcross}: checks the descriptor, answers, takes the data. */
@@ -958,18 +991,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (bytes == 0) {
             return;
         }
-        HostRail l = link(peer, deadline);
+        Link l = link(peer, false, deadline);
         DeviceBuffer dst = Objects.requireNonNull(c.recv());
         if (dst.hostAccessible()) {
             MemorySegment in = dst.hostSegment();
-            l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
+            l.rail.exchange(bytes, q -> MemorySegment.NULL, q -> in, 0, deadline, null, null);
             return;
         }
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment in = arena.allocate(bytes, 64);
-            l.exchange(bytes, q -> MemorySegment.NULL, q -> in, l.indexOf(peer), deadline, null, null);
-            fromHost(in, dst, 0);
-        }
+        MemorySegment in = l.staging(bytes);
+        l.rail.exchange(bytes, q -> MemorySegment.NULL, q -> in, 0, deadline, null, null);
+        fromHost(in, dst, 0);
     }
 
     // ---------------------------------------------------------------------------------------------

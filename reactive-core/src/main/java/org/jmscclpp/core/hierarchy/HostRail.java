@@ -153,16 +153,6 @@ final class HostRail implements AutoCloseable {
         }
     }
 
-    /** The member index of the job's rank {@code jobRank} on this rail. */
-    int indexOf(int jobRank) {
-        for (int p = 0; p < members.length; p++) {
-            if (members[p] == jobRank) {
-                return p;
-            }
-        }
-        throw new IllegalArgumentException("rank " + jobRank + " is not on this rail");
-    }
-
     /**
      * One step between hosts: sends {@code bytes} of {@code out(p)} to every other member {@code p}
      * and receives as many from each into {@code in(p)}; with a {@code from} of 0 or more, only

@@ -32,6 +32,8 @@ final class SubsetBootstrap implements Bootstrap {
      * bit set, their tags meet no other view's, nor the parent's own (all below it).
      */
     static final int LINK_TAG_FLIP = 0xA0000000;
+    /** Flipped too by the view of a link from the higher rank to the lower (the pair's other direction). */
+    static final int LINK_DOWN_BIT = 0x10000000;
     /** Tags of the view's own collectives: this prefix | the sequence number (low 24 bits). */
     private static final int COLLECTIVE_TAGS = 0x4D000000;
 

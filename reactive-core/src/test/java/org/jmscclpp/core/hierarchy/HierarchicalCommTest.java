@@ -51,10 +51,10 @@ class HierarchicalCommTest {
     };
 
     /**
-     * Two ranks on two pretend hosts, each sending to the other in the same groups (the rank with
-     * the lower number's transfers go first on both, so neither waits for the other's): a message of
-     * several of the link's chunks, a small one and an empty one each way, every element checked;
-     * both ranks then hold one link, with each other, and a second round reuses it.
+     * Two ranks on two pretend hosts, each sending to the other in the same groups (each direction
+     * has a link of its own, so neither waits for the other): a message of several of the link's
+     * chunks, a small one and an empty one each way, every element checked; both ranks then hold
+     * two links, to and from each other, and a second round reuses them.
      */
     @Test
     @Timeout(180)
@@ -110,7 +110,8 @@ class HierarchicalCommTest {
                                     "round " + round + ", rank " + r + ", message " + m + ", element " + i);
                         }
                     }
-                    assertEquals(Set.of(1 - r), ((HierarchicalComm) comms.get(r)).linkedPeers(), "rank " + r);
+                    // a link to the peer and one from it
+                    assertEquals(Set.of(1 - r, -1 - (1 - r)), ((HierarchicalComm) comms.get(r)).links(), "rank " + r);
                 }
                 sends.forEach(l -> l.forEach(DeviceBuffer::close));
                 recvs.forEach(l -> l.forEach(DeviceBuffer::close));
