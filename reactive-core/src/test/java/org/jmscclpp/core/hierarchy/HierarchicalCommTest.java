@@ -23,10 +23,9 @@ import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.core.hierarchy.HierarchicalComm.RailPreference;
 import org.jmscclpp.core.host.HostBackend;
-import org.jmscclpp.testkit.InMemoryBootstrap;
+import org.jmscclpp.testkit.HostBackendJob;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -62,20 +61,11 @@ class HierarchicalCommTest {
         int n = 2;
         long big = (3 * HostRail.CHUNK) / 4 + 5;   // floats: three chunks and a bit
         long[] counts = {big, 7, 0};
-        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
-        List<HostBackend> backends = new ArrayList<>();
-        List<Communicator> communicators = new ArrayList<>();
-        List<CollectiveComm> comms = new ArrayList<>();
-        try {
-            List<Mono<CollectiveComm>> setups = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                backends.add(HostBackend.open());
-                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
-                long hash = 0x5EED0000L + r;
-                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(),
-                        TuningTable.empty(), HOST_LEVEL, () -> hash, Transport.HOST_IPC));
-            }
-            comms.addAll(Flux.mergeSequential(setups).collectList().block(LIMIT));
+        try (HostBackendJob job = new HostBackendJob(n, (r, c) -> HierarchicalComm.create(c,
+                CollectiveOptions.defaults(), TuningTable.empty(), HOST_LEVEL, () -> 0x5EED0000L + r, Transport.HOST_IPC),
+                LIMIT)) {
+            List<CollectiveComm> comms = job.comms();
+            List<HostBackend> backends = job.backends;
             for (int round = 0; round < 2; round++) {
                 List<List<DeviceBuffer>> sends = new ArrayList<>();
                 List<List<DeviceBuffer>> recvs = new ArrayList<>();
@@ -116,11 +106,6 @@ class HierarchicalCommTest {
                 sends.forEach(l -> l.forEach(DeviceBuffer::close));
                 recvs.forEach(l -> l.forEach(DeviceBuffer::close));
             }
-        } finally {
-            comms.forEach(CollectiveComm::close);
-            communicators.forEach(Communicator::close);
-            bootstraps.forEach(InMemoryBootstrap::close);
-            backends.forEach(HostBackend::close);
         }
     }
 

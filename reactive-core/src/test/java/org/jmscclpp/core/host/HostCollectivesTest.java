@@ -26,6 +26,7 @@ import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.core.hierarchy.HierarchicalComm;
 import org.jmscclpp.testkit.CollectiveReference;
+import org.jmscclpp.testkit.HostBackendJob;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -33,7 +34,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.Signal;
 
 /**
  * The host engine's whole matrix: every kind × every type × every reduction × in place and out of
@@ -152,33 +152,16 @@ class HostCollectivesTest {
     void aTableForAnyTopologyDoesNotNameTheHierarchicalAlgorithms() {
         int n = 2;
         TuningTable tuning = TuningTable.parse("all_reduce * * 1M ll16\nall_gather * * * memory\n", "a cuda-like table");
-        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
-        List<HostBackend> backends = new ArrayList<>();
-        List<Communicator> communicators = new ArrayList<>();
-        List<CollectiveComm> comms = new ArrayList<>();
-        try {
-            List<Mono<CollectiveComm>> setups = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                backends.add(HostBackend.open());
-                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
-                long hash = 0x5EED0000L + r;
-                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(), tuning,
-                        HostCollectiveEngine.LEVEL, () -> hash, Transport.HOST_IPC));
+        try (HostBackendJob job = new HostBackendJob(n, (r, c) -> HierarchicalComm.create(c,
+                CollectiveOptions.defaults(), tuning, HostCollectiveEngine.LEVEL, () -> 0x5EED0000L + r,
+                Transport.HOST_IPC), LIMIT);
+             Arena arena = Arena.ofConfined()) {
+            DeviceBuffer b = DeviceBuffer.wrap(arena.allocate(4096));
+            for (CollectiveComm c : job.comms()) {
+                assertEquals("hier", c.algorithmFor(CollectiveCall.allReduce(b, b, 16, DataType.FLOAT32,
+                        ReduceOp.SUM)).name());
+                assertEquals("hier", c.algorithmFor(CollectiveCall.allGather(b, b, 16, DataType.FLOAT32)).name());
             }
-            comms.addAll(Flux.mergeSequential(setups).collectList().block(LIMIT));
-            try (Arena arena = Arena.ofConfined()) {
-                DeviceBuffer b = DeviceBuffer.wrap(arena.allocate(4096));
-                for (CollectiveComm c : comms) {
-                    assertEquals("hier", c.algorithmFor(CollectiveCall.allReduce(b, b, 16, DataType.FLOAT32,
-                            ReduceOp.SUM)).name());
-                    assertEquals("hier", c.algorithmFor(CollectiveCall.allGather(b, b, 16, DataType.FLOAT32)).name());
-                }
-            }
-        } finally {
-            comms.forEach(CollectiveComm::close);
-            communicators.forEach(Communicator::close);
-            bootstraps.forEach(InMemoryBootstrap::close);
-            backends.forEach(HostBackend::close);
         }
     }
 
@@ -186,35 +169,17 @@ class HostCollectivesTest {
     @Test
     void hostsHoldingDifferentRankCountsFailEveryRanksSetup() {
         int n = 3;
-        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(n);
-        List<HostBackend> backends = new ArrayList<>();
-        List<Communicator> communicators = new ArrayList<>();
-        try {
-            List<Mono<Signal<CollectiveComm>>> setups = new ArrayList<>();
+        try (HostBackendJob job = new HostBackendJob(n, (r, c) -> HierarchicalComm.create(c,
+                CollectiveOptions.defaults(), hostTuning(), HostCollectiveEngine.LEVEL, () -> 0x5EED0000L + r % 2,
+                Transport.HOST_IPC), LIMIT)) {
             for (int r = 0; r < n; r++) {
-                backends.add(HostBackend.open());
-                communicators.add(Communicator.create(bootstraps.get(r), backends.get(r)));
-                long hash = 0x5EED0000L + r % 2;
-                setups.add(HierarchicalComm.create(communicators.get(r), CollectiveOptions.defaults(), hostTuning(),
-                        HostCollectiveEngine.LEVEL,
-                        () -> hash, Transport.HOST_IPC).materialize());
-            }
-            List<Signal<CollectiveComm>> results = Flux.mergeSequential(setups).collectList().block(LIMIT);
-            for (int r = 0; r < n; r++) {
-                Signal<CollectiveComm> result = results.get(r);
-                if (result.get() != null) {
-                    result.get().close();
-                }
-                JmscclppException e = assertInstanceOf(JmscclppException.class, result.getThrowable(), "rank " + r);
+                JmscclppException e = assertInstanceOf(JmscclppException.class, job.setups.get(r).getThrowable(),
+                        "rank " + r);
                 assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.toString());
                 assertEquals(r, e.rank(), e.toString());
                 assertTrue(e.getMessage().contains("the host of ranks [0, 2] holds 2, the host of ranks [1] holds 1"),
                         e.getMessage());
             }
-        } finally {
-            communicators.forEach(Communicator::close);
-            bootstraps.forEach(InMemoryBootstrap::close);
-            backends.forEach(HostBackend::close);
         }
     }
 
