@@ -43,4 +43,30 @@ class HostCollectivesProcessTest {
             }
         }
     }
+
+    /**
+     * Two rank processes as two hosts, rank 1 naming a rails' transport it cannot use
+     * ({@code MSCCLPP_RAIL_TRANSPORT=IB0}: no RDMA device here): both fail the setup with
+     * INVALID_USAGE at once, rank 1 saying why, rank 0 naming rank 1; neither waits for the other.
+     */
+    @Test
+    @Timeout(120)
+    void aRankNamingARailTransportItCannotUseFailsEveryRank() throws Exception {
+        ConcurrentLinkedQueue<Launcher.OutputLine> lines = new ConcurrentLinkedQueue<>();
+        try (Launcher.Job job = Launcher.builder(2)
+                .mainClass(HostCollectiveRankMain.class.getName(), List.of("ALL_REDUCE"))
+                .env(Map.of("JMSCCLPP_SHM_DIR", shm.toString()))
+                .rankEnv(r -> r == 1 ? Map.of("MSCCLPP_HOSTID", "rail-host-1", "MSCCLPP_RAIL_TRANSPORT", "IB0")
+                        : Map.of("MSCCLPP_HOSTID", "rail-host-0"))
+                .output(lines::add).start()) {
+            assertTrue(job.waitFor(Duration.ofSeconds(100)), "ranks still running");
+            String all = lines.stream().map(l -> "[rank " + l.rank() + "] " + l.text()).collect(Collectors.joining("\n"));
+            assertTrue(job.firstFailure().isPresent(), all);
+            assertTrue(lines.stream().anyMatch(l -> l.rank() == 1 && l.text().contains("INVALID_USAGE")
+                    && l.text().contains("MSCCLPP_RAIL_TRANSPORT=IB0, which this rank cannot use")), all);
+            assertTrue(lines.stream().anyMatch(l -> l.rank() == 0 && l.text().contains("INVALID_USAGE")
+                    && l.text().contains("rank 1 names a rails' transport (MSCCLPP_RAIL_TRANSPORT) that it cannot use")),
+                    all);
+        }
+    }
 }

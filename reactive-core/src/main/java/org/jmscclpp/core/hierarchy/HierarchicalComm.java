@@ -273,7 +273,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                                               Level level) {
         String setting = System.getenv(RAIL_TRANSPORT_ENV);
         return setUpOnVirtualThread(() -> setUp(communicator, options, tuning, level, HostIdentity.hostHash(),
-                railBackend -> railPreference(setting, railBackend, communicator.rank())));
+                railBackend -> railPreference(setting, railBackend)));
     }
 
     /**
@@ -287,17 +287,24 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 railBackend -> new RailPreference(railTransport, true)));
     }
 
-    /** The rails' transport a rank asks for: named ({@value #RAIL_TRANSPORT_ENV}) or chosen by what it has. */
-    record RailPreference(Transport transport, boolean named) {
+    /**
+     * The rails' transport a rank asks for: named ({@value #RAIL_TRANSPORT_ENV}) or chosen by what
+     * it has; {@code problem} says why a named one is not a network transport or not usable here
+     * (the ranks exchange preferences first, so that every rank fails with the news, none waits).
+     */
+    record RailPreference(Transport transport, boolean named, @Nullable String problem) {
+        RailPreference(Transport transport, boolean named) {
+            this(transport, named, null);
+        }
     }
 
     /**
      * This rank's preference: the transport {@code setting} names ({@code ETHERNET} or
-     * {@code IB0..IB7}, any case; INVALID_USAGE when it is another value or this rank cannot use
-     * it, with the reason), else {@code IB0} when its provider is present and usable with
+     * {@code IB0..IB7}, any case; with a problem when it is another value or this rank cannot use
+     * it, saying why), else {@code IB0} when its provider is present and usable with
      * {@code backend}, else {@code ETHERNET}.
      */
-    static RailPreference railPreference(@Nullable String setting, Backend backend, int rank) {
+    static RailPreference railPreference(@Nullable String setting, Backend backend) {
         if (setting == null || setting.isBlank()) {
             return new RailPreference(usable(Transport.IB0, backend) == null ? Transport.IB0 : Transport.ETHERNET,
                     false);
@@ -309,16 +316,12 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             named = null;
         }
         if (named == null || named != Transport.ETHERNET && !named.isIb()) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, RAIL_TRANSPORT_ENV + "=" + setting
-                    + " names no network transport: ETHERNET or IB0..IB7").rank(rank).phase("collective setup")
-                    .build();
+            return new RailPreference(Transport.ETHERNET, true, RAIL_TRANSPORT_ENV + "=" + setting
+                    + " names no network transport: ETHERNET or IB0..IB7");
         }
         String why = usable(named, backend);
-        if (why != null) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, RAIL_TRANSPORT_ENV + "=" + setting
-                    + ", which this rank cannot use: " + why).rank(rank).phase("collective setup").build();
-        }
-        return new RailPreference(named, true);
+        return new RailPreference(named, true, why == null ? null : RAIL_TRANSPORT_ENV + "=" + setting
+                + ", which this rank cannot use: " + why);
     }
 
     /** Why {@code transport} cannot carry memory of {@code backend} here, or null when it can. */
@@ -331,12 +334,24 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     }
 
     /**
-     * The rails' transport from every rank's preference: where any rank named one, every rank must
+     * The rails' transport from every rank's preference: INVALID_USAGE when a rank's has a problem
+     * (its own reason on that rank, naming it on the others); where any rank named one, every rank must
      * have named the same (else INVALID_USAGE naming two that differ); else the one they all chose,
      * or {@code ETHERNET} when they chose differently (one host without IB takes every rail to
      * ETHERNET).
      */
     static Transport agreeOnRails(RailPreference[] all, int rank, String phase) {
+        String mine = all[rank].problem();
+        if (mine != null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, mine).rank(rank).phase(phase).build();
+        }
+        for (int r = 0; r < all.length; r++) {
+            if (all[r].problem() != null) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "rank " + r + " names a rails' transport ("
+                        + RAIL_TRANSPORT_ENV + ") that it cannot use; its own error says why").rank(rank).peer(r)
+                        .phase(phase).build();
+            }
+        }
         int namedBy = -1;
         for (int r = 0; r < all.length; r++) {
             if (all[r].named()) {
@@ -386,7 +401,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         Bootstrap bs = communicator.bootstrap();
         RailPreference wanted = preference.apply(railBackend == null ? communicator.backend() : railBackend);
         byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(hostHash)
-                .putInt(wanted.transport().ordinal()).putInt(wanted.named() ? 1 : 0).array();
+                .putInt(wanted.transport().ordinal())
+                .putInt(wanted.problem() != null ? 2 : wanted.named() ? 1 : 0).array();
         ByteBuffer all = ByteBuffer.wrap(Objects.requireNonNull(bs.allGather(mine, timeout)
                 .timeout(timeout.plusSeconds(5)).block())).order(ByteOrder.LITTLE_ENDIAN);
         long[] hashes = new long[communicator.size()];
@@ -394,12 +410,13 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         for (int r = 0; r < hashes.length; r++) {
             hashes[r] = all.getLong();
             int ordinal = all.getInt();
-            boolean named = all.getInt() != 0;
-            if (ordinal < 0 || ordinal >= Transport.values().length) {
+            int how = all.getInt();
+            if (ordinal < 0 || ordinal >= Transport.values().length || how < 0 || how > 2) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "rank " + r + " sent transport "
-                        + ordinal).rank(rank).peer(r).phase(phase).build();
+                        + ordinal + " (" + how + ")").rank(rank).peer(r).phase(phase).build();
             }
-            preferences[r] = new RailPreference(Transport.values()[ordinal], named);
+            preferences[r] = r == rank ? wanted : new RailPreference(Transport.values()[ordinal], how != 0,
+                    how == 2 ? "rank " + r + "'s" : null);
         }
         Transport railTransport = agreeOnRails(preferences, rank, phase);
         int[][] ranksOf = hostsOf(hashes, rank, phase);

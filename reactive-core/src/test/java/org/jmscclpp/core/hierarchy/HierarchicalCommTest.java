@@ -111,26 +111,37 @@ class HierarchicalCommTest {
 
     /**
      * A rank's preference for the rails' transport: unset, IB0 where usable, else ETHERNET (here
-     * no module provides IB0); named, in any case, a network transport this rank can use, else
-     * INVALID_USAGE saying why (this module's tests have no ETHERNET provider either).
+     * no module provides IB0); named, in any case, a network transport this rank can use, else a
+     * problem saying why (this module's tests have no ETHERNET provider either), which fails every
+     * rank once the ranks have exchanged preferences: its own reason on that rank, its name on
+     * the others.
      */
     @Test
     void aRanksRailTransportIsTheNamedOneOrTheBestItHas() {
+        String phase = "collective setup";
         try (HostBackend b = HostBackend.open()) {
-            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(null, b, 3));
-            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(" ", b, 3));
+            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(null, b));
+            assertEquals(new RailPreference(Transport.ETHERNET, false), HierarchicalComm.railPreference(" ", b));
             for (String bad : List.of("ib9", "HOST_IPC", "tcp")) {
-                JmscclppException e = assertThrows(JmscclppException.class,
-                        () -> HierarchicalComm.railPreference(bad, b, 3));
-                assertEquals(ErrorCode.INVALID_USAGE, e.code());
-                assertTrue(e.getMessage().contains("MSCCLPP_RAIL_TRANSPORT=" + bad + " names no network transport")
-                        && e.rank() == 3, e.getMessage());
+                RailPreference p = HierarchicalComm.railPreference(bad, b);
+                assertTrue(p.named() && p.problem() != null && p.problem().contains("MSCCLPP_RAIL_TRANSPORT=" + bad
+                        + " names no network transport"), p.toString());
             }
-            JmscclppException ib = assertThrows(JmscclppException.class,
-                    () -> HierarchicalComm.railPreference("ib0", b, 3));
-            assertEquals(ErrorCode.INVALID_USAGE, ib.code());
-            assertTrue(ib.getMessage().contains("MSCCLPP_RAIL_TRANSPORT=ib0, which this rank cannot use: no module")
-                    && ib.getMessage().contains("provides IB0"), ib.getMessage());
+            RailPreference ib = HierarchicalComm.railPreference("ib0", b);
+            assertEquals(Transport.IB0, ib.transport());
+            assertTrue(ib.problem() != null && ib.problem().contains(
+                    "MSCCLPP_RAIL_TRANSPORT=ib0, which this rank cannot use: no module") && ib.problem()
+                    .contains("provides IB0"), ib.toString());
+            RailPreference ok = new RailPreference(Transport.IB0, true);
+            JmscclppException own = assertThrows(JmscclppException.class,
+                    () -> HierarchicalComm.agreeOnRails(new RailPreference[] {ok, ib}, 1, phase));
+            assertEquals(ErrorCode.INVALID_USAGE, own.code());
+            assertTrue(own.getMessage().contains("which this rank cannot use") && own.rank() == 1, own.getMessage());
+            JmscclppException other = assertThrows(JmscclppException.class,
+                    () -> HierarchicalComm.agreeOnRails(new RailPreference[] {ok, ib}, 0, phase));
+            assertEquals(ErrorCode.INVALID_USAGE, other.code());
+            assertTrue(other.getMessage().contains("rank 1 names a rails' transport (MSCCLPP_RAIL_TRANSPORT) that it "
+                    + "cannot use") && other.peer() == 1, other.getMessage());
         }
     }
 
