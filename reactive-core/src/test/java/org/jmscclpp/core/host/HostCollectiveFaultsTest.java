@@ -380,6 +380,41 @@ class HostCollectiveFaultsTest {
     }
 
     /**
+     * Sends between hosts (2 ranks on 2 pretend hosts): rank 1 leaves while rank 0 sends it 3 M floats
+     * (several of the link's chunks), before the link between them exists or after a first send made
+     * it. Rank 0 fails with REMOTE_ERROR long before its 60 s deadline, whether it waits in the
+     * descriptor check, the link's setup or the link's chunks.
+     */
+    @ParameterizedTest(name = "link made first: {0}")
+    @ValueSource(booleans = {false, true})
+    void aPeerThatLeavesDuringASendAcrossHostsIsARemoteError(boolean linked) {
+        long count = 3_000_000;
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults(), r -> r)) {
+            DeviceBuffer src = job.backends.get(0).allocate(count * 4);
+            DeviceBuffer dst = job.backends.get(1).allocate(count * 4);
+            if (linked) {
+                Mono.when(job.comms.get(0).send(src, count, DataType.FLOAT32, 1),
+                        job.comms.get(1).recv(dst, count, DataType.FLOAT32, 0)).block(LIMIT);
+            }
+            long t0 = System.nanoTime();
+            Mono<Throwable> sent = job.comms.get(0).with(CallOptions.timeout(Duration.ofSeconds(60)))
+                    .send(src, count, DataType.FLOAT32, 1).then(Mono.<Throwable>empty()).onErrorResume(Mono::just)
+                    .cache();
+            sent.subscribe();
+            if (linked) {
+                // the receive starts, then its rank leaves: rank 0 may be anywhere in the transfer
+                job.comms.get(1).recv(dst, count, DataType.FLOAT32, 0).subscribe(v -> { }, e -> { });
+            }
+            job.bootstraps.get(1).close();
+            Throwable t = sent.block(LIMIT);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(t instanceof JmscclppException j && j.code() == ErrorCode.REMOTE_ERROR && j.rank() == 0,
+                    "REMOTE_ERROR, not " + t);
+            assertTrue(ms < 10_000, "rank 0 failed after " + ms + " ms, against a deadline of 60 s");
+        }
+    }
+
+    /**
      * A rank whose call completed may close at once, as NCCL ranks destroy their communicator after the last call:
      * the peer still finishing the same call (its last barrier signal already came) must complete too, not fail
      * with the news that the first rank left.
