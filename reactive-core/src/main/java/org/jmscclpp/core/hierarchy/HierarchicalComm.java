@@ -12,8 +12,10 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -311,7 +313,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         Transport named;
         try {
-            named = Transport.valueOf(setting.strip().toUpperCase(java.util.Locale.ROOT));
+            named = Transport.valueOf(setting.strip().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
             named = null;
         }
@@ -416,7 +418,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                         + ordinal + " (" + how + ")").rank(rank).peer(r).phase(phase).build();
             }
             preferences[r] = r == rank ? wanted : new RailPreference(Transport.values()[ordinal], how != 0,
-                    how == 2 ? "rank " + r + "'s" : null);
+                    how == 2 ? "rank " + r + " cannot use the rails' transport it names" : null);
         }
         Transport railTransport = agreeOnRails(preferences, rank, phase);
         int[][] ranksOf = hostsOf(hashes, rank, phase);
@@ -931,32 +933,26 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      */
     private final class Link implements AutoCloseable {
         final HostRail rail;
-        private @Nullable DeviceBuffer staging;
+        /** The staging area, as {@link Scratch#grown} keeps it: one slot. */
+        private final @Nullable DeviceBuffer[] staging = new DeviceBuffer[1];
 
         Link(HostRail rail) {
             this.rail = rail;
         }
 
         MemorySegment staging(long bytes) {
-            if (staging == null || staging.size() < bytes) {
-                if (staging != null) {
-                    staging.close();
-                    staging = null;
-                }
-                staging = backend.allocateHostVisible(Math.max(bytes, Long.highestOneBit(bytes - 1) << 1));
-            }
-            return staging.hostSegment().asSlice(0, bytes);
+            return Scratch.grown(staging, 0, bytes, backend::allocateHostVisible).hostSegment().asSlice(0, bytes);
         }
 
         @Override
         public void close() {
-            Closeables.closeAll(staging == null ? List.of(rail) : List.of(rail, staging));
+            Closeables.closeAll(staging[0] == null ? List.of(rail) : List.of(rail, staging[0]));
         }
     }
 
     /** The links this rank has: the peer for one to it, -1 - the peer for one from it (for tests). */
-    java.util.Set<Integer> links() {
-        return java.util.Set.copyOf(links.keySet());
+    Set<Integer> links() {
+        return Set.copyOf(links.keySet());
     }
 
     /**
@@ -980,11 +976,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         Link l = link(peer, true, deadline);
         DeviceBuffer src = Objects.requireNonNull(c.send());
-        MemorySegment out;
-        if (src.hostAccessible()) {
-            out = src.hostSegment();
-        } else {
-            out = l.staging(bytes);
+        MemorySegment out = src.hostAccessible() ? src.hostSegment() : l.staging(bytes);
+        if (!src.hostAccessible()) {
             toHost(src, 0, out);
         }
         l.rail.exchange(bytes, q -> out, q -> MemorySegment.NULL, 0, deadline, null, null);
@@ -1010,14 +1003,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
         Link l = link(peer, false, deadline);
         DeviceBuffer dst = Objects.requireNonNull(c.recv());
-        if (dst.hostAccessible()) {
-            MemorySegment in = dst.hostSegment();
-            l.rail.exchange(bytes, q -> MemorySegment.NULL, q -> in, 0, deadline, null, null);
-            return;
-        }
-        MemorySegment in = l.staging(bytes);
+        MemorySegment in = dst.hostAccessible() ? dst.hostSegment() : l.staging(bytes);
         l.rail.exchange(bytes, q -> MemorySegment.NULL, q -> in, 0, deadline, null, null);
-        fromHost(in, dst, 0);
+        if (!dst.hostAccessible()) {
+            fromHost(in, dst, 0);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
