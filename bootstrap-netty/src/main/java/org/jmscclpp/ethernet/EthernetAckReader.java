@@ -69,6 +69,8 @@ final class EthernetAckReader implements Runnable {
     private volatile boolean over;
     /** Held by the one caller that may wait in {@link #flusherSelector}. */
     private final ReentrantLock flusher = new ReentrantLock();
+    /** Calls of {@link #wakeFlusher} that found a selector (for tests). */
+    private volatile long flusherWakeups;
     /** Made on the first blocking flush; set and closed under {@link #flusher} (its lock and its monitor). */
     private volatile @Nullable Selector flusherSelector;
     private boolean flusherClosed;
@@ -224,6 +226,11 @@ final class EthernetAckReader implements Runnable {
         return flusher.tryLock();
     }
 
+    /** Whether the calling thread is the flusher ({@link #tryBecomeFlusher}). */
+    boolean isFlusher() {
+        return flusher.isHeldByCurrentThread();
+    }
+
     void leaveFlusher() {
         flusherLeft = System.nanoTime();
         flusher.unlock();
@@ -282,8 +289,14 @@ final class EthernetAckReader implements Runnable {
     void wakeFlusher() {
         Selector s = flusherSelector;
         if (s != null) {
+            flusherWakeups++;
             s.wakeup();
         }
+    }
+
+    /** How many times {@link #wakeFlusher} found a selector to wake (for tests; racy, so approximate). */
+    long flusherWakeups() {
+        return flusherWakeups;
     }
 
     /** Closes the flusher's selector once no caller waits in it (the connection is closing). */

@@ -586,6 +586,11 @@ final class EthernetConnection implements Connection {
         return acks.acksOnReaderThread();
     }
 
+    /** How often something woke a blocking flush's wait (for tests). */
+    long flusherWakeups() {
+        return acks.flusherWakeups();
+    }
+
     /** Subscribed flushes still waiting for their ack (for tests: a cancelled flush must leave none). */
     int waitingFlushes() {
         synchronized (waiters) {
@@ -649,7 +654,7 @@ final class EthernetConnection implements Connection {
         return null;
     }
 
-    /** An ACK arrived; returns why it is wrong, or null. Runs on the ack thread. */
+    /** An ACK arrived; returns why it is wrong, or null. Runs on the ack thread or on a flushing caller. */
     @Nullable String onAck(long sequence) {
         if (!accepted.isDone() || accepted.isCompletedExceptionally()) {
             return "an acknowledgement before the handshake finished";
@@ -667,8 +672,11 @@ final class EthernetConnection implements Connection {
         }
         done.forEach(MonoSink::success);
         long blocked = blockingTarget;
-        if (blocked != 0 && sequence >= blocked) {
-            acks.wakeFlusher();   // it may have looked before this thread read the ack
+        if (blocked != 0 && sequence >= blocked && !acks.isFlusher()) {
+            // it may have looked before this thread read the ack; a flusher that read the ack itself
+            // needs no wake-up, and one would end its next flush's first wait at once for nothing
+            // (four system calls per flush: the wake-up, the wait it ends, its drain, an empty read)
+            acks.wakeFlusher();
         }
         return null;
     }
