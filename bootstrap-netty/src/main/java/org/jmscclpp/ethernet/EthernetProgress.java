@@ -44,8 +44,24 @@ final class EthernetProgress implements Waiting.Progress {
 
     /** How long the background thread blocks in one {@code run} when nothing happens. */
     private static final long IDLE_RUN_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    /** How often the background thread looks whether the waiter that drove the loop has left it. */
+    /**
+     * How soon the background thread first looks again whether the waiters have left the loop; each
+     * look that finds them still there (or gone for less than the current interval) doubles the
+     * interval, up to {@link #MAX_HANDBACK_NANOS}.
+     */
     private static final long HANDBACK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /**
+     * The longest interval between two looks of the background thread, and so about the longest a
+     * frame that no waiter reads waits after the last waiter left (twice this at most).
+     */
+    private static final long MAX_HANDBACK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /**
+     * How long a waiter polls the loop without blocking after its last read ({@code
+     * -Djmscclpp.ethernet.driveSpinMicros}, default 50): long enough for a ping-pong's answer to
+     * arrive while it polls, so that no wake-up lies on the round trip.
+     */
+    static final long DRIVE_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(Math.max(0,
+            Long.getLong("jmscclpp.ethernet.driveSpinMicros", 50)));
     /** How long a waiter waits for the loop's lock before it parks instead (another waiter drives). */
     private static final long LOCK_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** Whether waiters drive the loop; {@code -Djmscclpp.ethernet.callerDrives=false} leaves it to the background. */
@@ -65,6 +81,10 @@ final class EthernetProgress implements Waiting.Progress {
     private final AtomicInteger wanted = new AtomicInteger();
     private final Thread background;
     private volatile boolean stopping;
+    /** How many times the background thread took the loop (written by that thread only; for tests). */
+    private volatile long backgroundTakes;
+    /** When the last waiter left the loop ({@link System#nanoTime()}). */
+    private volatile long lastLeft = System.nanoTime();
     /** The thread running the loop now, or null. */
     private volatile @Nullable Thread driver;
 
@@ -120,6 +140,11 @@ final class EthernetProgress implements Waiting.Progress {
         }
     }
 
+    /** How many times the background thread took the loop so far (for tests). */
+    long backgroundTakes() {
+        return backgroundTakes;
+    }
+
     /** The loop the receiving ends register on. */
     EventLoop loop() {
         return loop;
@@ -153,18 +178,28 @@ final class EthernetProgress implements Waiting.Progress {
     }
 
     /**
-     * The background thread: drives the loop whenever no waiter does. While a waiter holds the loop
-     * it looks again every {@link #HANDBACK_NANOS}, so a waiter that leaves hands the loop back
-     * without a wake-up of its own: a waiter that comes straight back (the next turn of a ping-pong)
-     * finds it free and pays nothing.
+     * The background thread: drives the loop whenever no waiter does. While waiters drive it, it
+     * looks again after {@link #HANDBACK_NANOS}, then after ever longer intervals (up to
+     * {@link #MAX_HANDBACK_NANOS}), and takes the loop only once no waiter has been in it for the
+     * current interval. So a waiter that leaves hands the loop back without a wake-up of its own,
+     * and a waiter that comes straight back (the next turn of a ping-pong) finds it free and pays
+     * nothing. On the 2-core CI machine a background thread that looked every 200 µs took the loop
+     * in the short gaps between two waits of a ping-pong about once in fifteen turns (each take
+     * costs the next waiter a hand-off through the loop's wake-up and the lock, each look a context
+     * switch on a core the two ranks share): {@code bench ethernet}'s {@code writeAndSignal}
+     * ping-pong took 1.5 to 6 times raw TCP's round trip, against 1.0 to 1.5 with this.
      */
     private void runInBackground() {
         Thread self = Thread.currentThread();
+        long look = HANDBACK_NANOS;
         while (!loop.isTerminated()) {
-            if ((wanted.get() > 0 && !stopping) || !lock.tryLock()) {
-                LockSupport.parkNanos(this, HANDBACK_NANOS);
+            if (!stopping && (wanted.get() > 0 || System.nanoTime() - lastLeft < look) || !lock.tryLock()) {
+                LockSupport.parkNanos(this, look);
+                look = Math.min(2 * look, MAX_HANDBACK_NANOS);
                 continue;
             }
+            look = HANDBACK_NANOS;
+            backgroundTakes++;
             try {
                 own(self);
                 while ((wanted.get() == 0 || stopping) && !loop.isTerminated()) {
@@ -221,7 +256,7 @@ final class EthernetProgress implements Waiting.Progress {
                 }
                 // right after a read the next frame is often already on its way (a write's signal
                 // follows it in a second frame): poll without sleeping for a spin's length first
-                if (now - lastWork < Waiting.SPIN_NANOS) {
+                if (now - lastWork < DRIVE_SPIN_NANOS) {
                     if (loop.run(-1) > 0) {
                         lastWork = System.nanoTime();
                     } else {
@@ -236,6 +271,7 @@ final class EthernetProgress implements Waiting.Progress {
                 // nobody owns the loop between two drivers: code of this thread that touches a channel
                 // afterwards must not run inline as if it were the event loop
                 own(null);
+                lastLeft = System.nanoTime();
                 lock.unlock();
             }
             wanted.decrementAndGet();
