@@ -29,7 +29,7 @@ public final class EthernetBench {
     /** The usage line that {@code jmscclpp help} and a usage error print. */
     public static final String SYNOPSIS =
             "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 1000] [--warmup 200] [--turns 5000] "
-            + "[--jit-warmup 20000]";
+            + "[--jit-warmup 20000] [--jit-settle 60]";
 
     /** ETHERNET GB/s over raw TCP GB/s that the target asks for, from {@link #TARGET_FROM} bytes up. */
     static final double TARGET = 0.9;
@@ -40,6 +40,9 @@ public final class EthernetBench {
     private static final Duration JOB_TIMEOUT = Duration.ofMinutes(5);
     private static final Pattern LINE = Pattern.compile(
             "ETH size=(\\d+) iters=(\\d+) warmup=(\\d+) eth_gbps=(\\S+) tcp_gbps=(\\S+) check=(.*)");
+    private static final Pattern JIT = Pattern.compile(
+            "(ETH-JIT|ETH-PING-JIT) iterations=(\\d+) seconds=(\\d+\\.\\d+) last_compile_ms=(-?\\d+),(-?\\d+) "
+            + "settled=(true|false)");
     private static final Pattern PING = Pattern.compile(
             "ETH-PINGPONG turns=(\\d+) eth_us=(\\S+) put_us=(\\S+) tcp_us=(\\S+)");
 
@@ -70,6 +73,16 @@ public final class EthernetBench {
         }
     }
 
+    /** How a JIT warm-up went, as rank 0 reported it (an ETH-JIT or ETH-PING-JIT line). */
+    record JitWarmup(String key, JitSettle.Outcome outcome) {
+        static @Nullable JitWarmup parse(String line) {
+            Matcher m = JIT.matcher(line);
+            return m.matches() ? new JitWarmup(m.group(1), new JitSettle.Outcome(Long.parseLong(m.group(2)),
+                    Double.parseDouble(m.group(3)), Long.parseLong(m.group(4)), Long.parseLong(m.group(5)),
+                    Boolean.parseBoolean(m.group(6)))) : null;
+        }
+    }
+
     /**
      * The ping-pong: turns timed and µs per round trip of each: ETHERNET with a write and a signal
      * (two calls), ETHERNET with {@code writeAndSignal} (one call, one socket write), raw TCP.
@@ -93,18 +106,32 @@ public final class EthernetBench {
                 ByteSizes.label(o.max()), o.turns());
         List<Row> rows = new ArrayList<>();
         List<PingPong> pings = new ArrayList<>();
-        String error = measure(o, rows, pings, err);
+        List<JitWarmup> jit = new ArrayList<>();
+        String error = measure(o, rows, pings, jit, err);
         out.println(BootstrapBench.machine());
+        JitSettle.Outcome warm = jit.stream().filter(j -> j.key().equals("ETH-JIT")).map(JitWarmup::outcome)
+                .findFirst().orElse(null);
         out.printf(Locale.ROOT, "ETHERNET (host backend) beside a raw TCP socket pair (java.nio, TCP_NODELAY), same "
-                + "transfers, same run; first a JIT warm-up of %d untimed transfers of %s on each; per size: write + "
-                + "flush of the whole size, %d timed iterations after %d warm-up, fewer where a size would move more "
-                + "than %d MiB timed (at least %d), in %d rounds alternating the transports, the median round "
-                + "shown; GB = 1e9 B%n%n", o.jitWarmup(), ByteSizes.label(o.jitWarmupBytes()), o.iters(), o.warmup(),
-                EthernetBenchRankSample.BUDGET >> 20, EthernetBenchRankSample.MIN_ITERS, EthernetBenchRankSample.ROUNDS);
+                + "transfers, same run; %s; per size: write + flush of the whole size, %d timed iterations after %d "
+                + "warm-up, fewer where a size would move more than %d MiB timed (at least %d), in %d rounds "
+                + "alternating the transports, the median round shown; GB = 1e9 B%n%n",
+                warm == null ? "JIT warm-up not reported" : warm.iterations() == 0 ? "no JIT warm-up"
+                        : String.format(Locale.ROOT, "first a JIT warm-up of %d untimed transfers of %s on each (at "
+                        + "least %d, then on until %s): %s", warm.iterations(), ByteSizes.label(o.jitWarmupBytes()),
+                        o.jitWarmup(), settleRule(o), warm.describe()),
+                o.iters(), o.warmup(), EthernetBenchRankSample.BUDGET >> 20, EthernetBenchRankSample.MIN_ITERS,
+                EthernetBenchRankSample.ROUNDS);
         out.print(table(rows));
         out.println(targetLine(rows));
         out.println();
         if (!pings.isEmpty()) {
+            JitSettle.Outcome turns = jit.stream().filter(j -> j.key().equals("ETH-PING-JIT"))
+                    .map(JitWarmup::outcome).findFirst().orElse(null);
+            out.printf(Locale.ROOT, "ping-pong of one int: %s, then %d timed turns of each in %d rounds alternating "
+                    + "the forms, the median round shown%n%n", turns == null ? "JIT warm-up not reported"
+                    : String.format(Locale.ROOT, "%d untimed turns of each form (at least %d, then on until %s): %s",
+                    turns.iterations(), o.turns(), settleRule(o), turns.describe()),
+                    o.turns(), Math.min(EthernetBenchRankSample.ROUNDS, o.turns()));
             out.print(pingTable(pings.getFirst()));
         }
         boolean failed = false;
@@ -128,7 +155,7 @@ public final class EthernetBench {
     }
 
     private static @Nullable String measure(EthernetBenchRankSample.Options o, List<Row> rows, List<PingPong> pings,
-                                            PrintStream err) {
+                                            List<JitWarmup> jit, PrintStream err) {
         BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(2).sample(EthernetBenchRankSample.NAME,
                 EthernetBenchRankSample.args(o)), JOB_TIMEOUT, line -> {
                     if (line.rank() != 0 || line.stderr()) {
@@ -136,19 +163,28 @@ public final class EthernetBench {
                     }
                     Row row = Row.parse(line.text());
                     PingPong ping = row == null ? PingPong.parse(line.text()) : null;
+                    JitWarmup warm = row == null && ping == null ? JitWarmup.parse(line.text()) : null;
                     synchronized (rows) {
                         if (row != null) {
                             rows.add(row);
                         } else if (ping != null) {
                             pings.add(ping);
+                        } else if (warm != null) {
+                            jit.add(warm);
                         }
                     }
-                    return row != null || ping != null;
+                    return row != null || ping != null || warm != null;
                 });
         if (outcome.error() != null) {
             outcome.report(err, "ethernet", outcome.error());
         }
         return outcome.error();
+    }
+
+    /** When a warm-up past its minimum stops. */
+    private static String settleRule(EthernetBenchRankSample.Options o) {
+        return String.format(Locale.ROOT, "%d steps of %d in a row in which neither rank's JIT compiled over %d ms, "
+                + "for at most %d s", JitSettle.QUIET_STEPS, JitSettle.STEP, JitSettle.QUIET_MILLIS, o.jitSettle());
     }
 
     static String table(List<Row> rows) {

@@ -35,17 +35,20 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code bench-ethernet-rank --min B --max B --iters N --warmup N --turns N}: one of the two ranks
+ * {@code bench-ethernet-rank --min B --max B --iters N --warmup N --turns N --jit-warmup N --jit-settle S}:
+ * one of the two ranks
  * of {@code jmscclpp bench ethernet}. Each rank registers a host-backend buffer of {@code max}
  * bytes for {@code ETHERNET}, builds a mesh over it (connection, peer's buffer, semaphore) and
  * opens a {@link RawTcpLink} beside it. Then:
  * <ol>
- *   <li>JIT warm-up: {@code jit-warmup} untimed write + flush of {@link #JIT_WARMUP_BYTES} over
- *       ETHERNET, then as many transfers over the raw socket. The ETHERNET path runs through more
- *       Java code (Netty's pipeline, the receiver's checks, Reactor) than the raw socket's few
- *       methods, and the JIT compiles it fully only after some ten thousand frames: measured on
- *       the 2-core CI machine, a 1 KiB write + flush took 200 to 300 µs after 200 warm-up
- *       round trips and 87 µs after 20000. Without it the first sizes measure the compiler;</li>
+ *   <li>JIT warm-up: untimed write + flush of {@link #JIT_WARMUP_BYTES} over ETHERNET and as many
+ *       transfers over the raw socket: at least {@code jit-warmup} each, then on until the JIT has
+ *       settled on both ranks or {@code jit-settle} seconds passed (see {@link JitSettle}). The
+ *       ETHERNET path runs through more Java code (Netty's pipeline, the receiver's checks,
+ *       Reactor) than the raw socket's few methods, and the JIT compiles it fully only after some
+ *       ten thousand frames: measured on the 2-core CI machine, a 1 KiB write + flush took 200 to
+ *       300 µs after 200 warm-up round trips and 87 µs after 20000, and the compiler threads still
+ *       held a quarter of the cores after 20000. Without it the first sizes measure the compiler;</li>
  *   <li>for every size from {@code min} to {@code max} (×4 steps), rank 0 times iterations of
  *       {@link Connection#write} of the whole size into rank 1's buffer plus
  *       {@link Connection#flush} (stamping the source before each, untimed, as {@code bench write}
@@ -54,13 +57,17 @@ import picocli.CommandLine.Option;
  *       alternate the transports; each transport reports its median round. Then rank 0 tells rank 1
  *       over the bootstrap the last ETHERNET iteration and a checksum, and rank 1 checks its buffer
  *       and answers;</li>
- *   <li>ping-pong of one int: {@code turns} round trips of write 4 bytes + {@code signal} (an
- *       {@code updateAndSync}) / wait for the peer's signal on the calling thread, then as many
- *       over the raw socket; each after as many untimed turns, and each turn's int checked by its
- *       receiver.</li>
+ *   <li>ping-pong of one int: round trips of write 4 bytes + {@code signal} (an
+ *       {@code updateAndSync}) / wait for the peer's signal on the calling thread, of
+ *       {@code writeAndSignal} / wait, and over the raw socket: {@code turns} untimed of each (and
+ *       more until the JIT settled, as above), then
+ *       {@code turns} timed of each in {@link #ROUNDS} rounds that alternate the three; each
+ *       reports its median round. Every turn's int is checked by its receiver.</li>
  * </ol>
  * Rank 0 prints, for the parent ({@link EthernetBench}) to parse:
  * <pre>
+ * ETH-JIT iterations=31000 seconds=4.2 last_compile_ms=2,0 settled=true
+ * ETH-PING-JIT iterations=9000 seconds=2.0 last_compile_ms=1,3 settled=true
  * ETH size=1048576 iters=100 warmup=10 eth_gbps=1.2345 tcp_gbps=1.4567 check=ok
  * ETH-PINGPONG turns=1000 eth_us=41.20 tcp_us=20.10
  * </pre>
@@ -83,9 +90,10 @@ public final class EthernetBenchRankSample implements Sample {
     static final long JIT_WARMUP_BYTES = 64 << 10;
 
     private static final int TAG = 0x4554;   // "ET": bootstrap tag of the check messages
+    private static final int JIT_TAG = 0x454A;   // "EJ": bootstrap tag of the JIT warm-ups' steps
     private static final long SEED = 0x6A6D7363636C7070L;
 
-    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup) {
+    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup, int jitSettle) {
         /** The sizes measured: min, 4 min, 16 min, ... up to max. */
         List<Long> sizes() {
             List<Long> out = new ArrayList<>();
@@ -137,23 +145,31 @@ public final class EthernetBenchRankSample implements Sample {
                 RegisteredMemory remote = mesh.remoteMemory(peer);
                 Host2HostSemaphore sem = new Host2HostSemaphore(mesh.semaphore(peer));
                 try (RawTcpLink raw = RawTcpLink.open(bs, rank, env.rootAddress().orElse("127.0.0.1:1"), OP_TIMEOUT)) {
+                    Duration settle = Duration.ofSeconds(o.jitSettle());
                     if (rank == 0) {
                         fillRandom(buffer.hostSegment());
-                        for (int i = 0; i < o.jitWarmup(); i++) {
-                            connection.write(remote, 0, memory, 0, o.jitWarmupBytes());
-                            connection.awaitFlush(OP_TIMEOUT);
-                        }
-                        for (int i = 0; i < o.jitWarmup(); i++) {
-                            raw.send(buffer.hostSegment(), o.jitWarmupBytes());
-                        }
+                        JitSettle.Outcome jit = JitSettle.lead(bs, JIT_TAG, o.jitWarmup(), settle, OP_TIMEOUT, n -> {
+                            for (int i = 0; i < n; i++) {
+                                connection.write(remote, 0, memory, 0, o.jitWarmupBytes());
+                                connection.awaitFlush(OP_TIMEOUT);
+                            }
+                            for (int i = 0; i < n; i++) {
+                                raw.send(buffer.hostSegment(), o.jitWarmupBytes());
+                            }
+                        });
+                        System.out.println(jitLine("ETH-JIT", jit));
+                        System.out.flush();
                         for (long size : o.sizes()) {
                             System.out.println(measure(bs, connection, remote, memory, raw, size, o));
                             System.out.flush();
                         }
                     } else {
-                        for (int i = 0; i < o.jitWarmup(); i++) {
-                            raw.receive(buffer.hostSegment());
-                        }
+                        // the ETHERNET transfers need nothing of this thread
+                        JitSettle.follow(bs, JIT_TAG, OP_TIMEOUT, n -> {
+                            for (int i = 0; i < n; i++) {
+                                raw.receive(buffer.hostSegment());
+                            }
+                        });
                         // raw TCP lands in memory of the same kind beside the ETHERNET buffer, which
                         // holds what rank 1 checks
                         try (DeviceBuffer rawLanding = backend.allocate(o.max())) {
@@ -166,17 +182,34 @@ public final class EthernetBenchRankSample implements Sample {
                             }
                         }
                     }
-                    // each form twice, alternating, the second of each timed: the first would pay the other's
-                    // JIT warm-up
-                    pingPong(rank, o, connection, remote, memory, sem, false);
-                    pingPong(rank, o, connection, remote, memory, sem, true);
-                    long ethNanos = pingPong(rank, o, connection, remote, memory, sem, false);
-                    long putNanos = pingPong(rank, o, connection, remote, memory, sem, true);
-                    long tcpNanos = pingPong(rank, o, raw);
+                    // untimed turns of each form first, until the JIT settled (the ETHERNET path's waits run
+                    // code the transfers above never ran), then rounds that alternate the three, so that each
+                    // sees the same moments of a noisy host
+                    JitSettle.Step turns = n -> {
+                        pingPong(rank, n, connection, remote, memory, sem, false);
+                        pingPong(rank, n, connection, remote, memory, sem, true);
+                        pingPong(rank, n, raw);
+                    };
+                    if (rank == 0) {
+                        System.out.println(jitLine("ETH-PING-JIT", JitSettle.lead(bs, JIT_TAG, o.warmupTurns(), settle,
+                                OP_TIMEOUT, turns)));
+                        System.out.flush();
+                    } else {
+                        JitSettle.follow(bs, JIT_TAG, OP_TIMEOUT, turns);
+                    }
+                    int rounds = Math.min(ROUNDS, o.turns());
+                    double[] eth = new double[rounds];
+                    double[] put = new double[rounds];
+                    double[] tcp = new double[rounds];
+                    for (int r = 0; r < rounds; r++) {
+                        int n = o.turns() / rounds + (r < o.turns() % rounds ? 1 : 0);
+                        eth[r] = pingPong(rank, n, connection, remote, memory, sem, false) / 1e3 / n;
+                        put[r] = pingPong(rank, n, connection, remote, memory, sem, true) / 1e3 / n;
+                        tcp[r] = pingPong(rank, n, raw) / 1e3 / n;
+                    }
                     if (rank == 0) {
                         System.out.printf(Locale.ROOT, "ETH-PINGPONG turns=%d eth_us=%.2f put_us=%.2f tcp_us=%.2f%n",
-                                o.turns(), ethNanos / 1e3 / o.turns(), putNanos / 1e3 / o.turns(),
-                                tcpNanos / 1e3 / o.turns());
+                                o.turns(), BenchStats.median(eth), BenchStats.median(put), BenchStats.median(tcp));
                         System.out.flush();
                     }
                 }
@@ -185,6 +218,12 @@ public final class EthernetBenchRankSample implements Sample {
             }
         }
         return ExitCodes.OK;
+    }
+
+    /** The line that tells the parent how a JIT warm-up went. */
+    static String jitLine(String key, JitSettle.Outcome o) {
+        return String.format(Locale.ROOT, "%s iterations=%d seconds=%.1f last_compile_ms=%d,%d settled=%b", key,
+                o.iterations(), o.seconds(), o.rank0Millis(), o.rank1Millis(), o.settled());
     }
 
     /**
@@ -265,17 +304,13 @@ public final class EthernetBenchRankSample implements Sample {
 
     /**
      * ETHERNET ping-pong of one int: rank 0 writes, signals, waits; rank 1 waits, checks, answers.
-     * Returns the nanoseconds of the timed turns (rank 0's figure is the one reported).
+     * Returns the nanoseconds of the {@code turns} (rank 0's figure is the one reported).
      */
-    private static long pingPong(int rank, Options o, Connection connection, RegisteredMemory remote,
+    private static long pingPong(int rank, int turns, Connection connection, RegisteredMemory remote,
                                  RegisteredMemory local, Host2HostSemaphore sem, boolean oneCall) {
         MemorySegment mine = local.hostSegment();
-        long t0 = 0;
-        int warm = o.warmupTurns();
-        for (int i = 0; i < warm + o.turns(); i++) {
-            if (i == warm) {
-                t0 = System.nanoTime();
-            }
+        long t0 = System.nanoTime();
+        for (int i = 0; i < turns; i++) {
             if (rank == 0) {
                 // the int goes out from offset 4 and lands at the peer's offset 0, so the
                 // peer's reply, landing here at 0, never meets the source
@@ -317,13 +352,9 @@ public final class EthernetBenchRankSample implements Sample {
     }
 
     /** The same ping-pong over the raw socket. */
-    private static long pingPong(int rank, Options o, RawTcpLink raw) throws IOException {
-        long t0 = 0;
-        int warm = o.warmupTurns();
-        for (int i = 0; i < warm + o.turns(); i++) {
-            if (i == warm) {
-                t0 = System.nanoTime();
-            }
+    private static long pingPong(int rank, int turns, RawTcpLink raw) throws IOException {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < turns; i++) {
             if (rank == 0) {
                 raw.sendInt(2 * i);
                 checkTurn(raw.readInt(), 2 * i + 1, i);
@@ -370,8 +401,15 @@ public final class EthernetBenchRankSample implements Sample {
         @Option(names = "--turns", paramLabel = "N", description = "ping-pong round trips (default: 5000)")
         int turns = 5000;
         @Option(names = "--jit-warmup", paramLabel = "N",
-                description = "untimed 64 KiB transfers per transport before anything is timed (default: 20000)")
+                description = "untimed 64 KiB transfers per transport before anything is timed, at least "
+                        + "(default: 20000; 0: none)")
         int jitWarmup = 20_000;
+        @Option(names = "--jit-settle", paramLabel = "S",
+                description = "then more, in steps of " + JitSettle.STEP + ", until " + JitSettle.QUIET_STEPS
+                        + " steps in a row in which neither rank's JIT compiled for over " + JitSettle.QUIET_MILLIS
+                        + " ms, up to S seconds of warm-up in all; the same for the ping-pong's --turns untimed turns "
+                        + "(default: 60; 0: no more)")
+        int jitSettle = 60;
 
         @Override
         public void check() {
@@ -379,6 +417,7 @@ public final class EthernetBenchRankSample implements Sample {
             SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE);
             SampleArgs.range("--turns", turns, 1, Integer.MAX_VALUE);
             SampleArgs.range("--jit-warmup", jitWarmup, 0, Integer.MAX_VALUE);
+            SampleArgs.range("--jit-settle", jitSettle, 0, 3600);
             BenchArgs.checkSizeRange(min, max);
             if (max > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException("--max is at most 2 GiB - 1 (one socket transfer), got " + max);
@@ -388,7 +427,7 @@ public final class EthernetBenchRankSample implements Sample {
 
     static Options parse(List<String> args) {
         Args a = SampleArgs.parse(new Args(), args);
-        return new Options(a.min, a.max, a.iters, a.warmup, a.turns, a.jitWarmup);
+        return new Options(a.min, a.max, a.iters, a.warmup, a.turns, a.jitWarmup, a.jitSettle);
     }
 
     @Override
@@ -399,6 +438,7 @@ public final class EthernetBenchRankSample implements Sample {
     static List<String> args(Options o) {
         return List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
                 Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
-                Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()));
+                Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()), "--jit-settle",
+                Integer.toString(o.jitSettle()));
     }
 }

@@ -18,10 +18,15 @@ class EthernetBenchTest {
     @Timeout(180)
     void benchEthernetWithTinySizesPrintsBothTables() {
         MainRun r = MainRun.of("bench", "ethernet", "--min", "1K", "--max", "16K", "--iters", "3", "--warmup", "1",
-                "--turns", "20", "--jit-warmup", "50");
+                "--turns", "20", "--jit-warmup", "50", "--jit-settle", "1");
         assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
         List<String> lines = r.out().lines().toList();
         assertTrue(lines.getFirst().startsWith("machine: "), r.out());
+        // at least 50 warm-up transfers; then steps of 1000 until the JIT settled or 1 s passed
+        String settle = "2 steps of 1000 in a row in which neither rank's JIT compiled over 5 ms, for at most 1 s\\): "
+                + "\\d+\\.\\d s, (settled|still compiling) in the last step \\(rank 0 \\d+ ms, rank 1 \\d+ ms\\)";
+        assertTrue(lines.get(1).matches(".*; first a JIT warm-up of \\d*50 untimed transfers of 16 KiB on each "
+                + "\\(at least 50, then on until " + settle + "; per size: .*"), lines.get(1));
         int header = lines.indexOf(lines.stream().filter(l -> l.startsWith("|")).findFirst().orElseThrow());
         assertTrue(lines.get(header).matches("\\|\\s+size \\| iters \\| ETHERNET GB/s \\| raw TCP GB/s \\| "
                 + "ratio \\| target \\(>= 0\\.9 from 64 KiB\\) \\|"), r.out());
@@ -33,15 +38,18 @@ class EthernetBenchTest {
         }
         assertEquals("target: ratio >= 0.9 from 64 KiB up: no size measured from 64 KiB up", lines.get(header + 5),
                 r.out());
-        String pingHeader = lines.get(header + 7);
+        assertTrue(lines.get(header + 7).matches("ping-pong of one int: \\d*20 untimed turns of each form \\(at least "
+                + "20, then on until " + settle + ", then 20 timed turns of each in 5 rounds alternating the forms, "
+                + "the median round shown"), r.out());
+        String pingHeader = lines.get(header + 9);
         assertTrue(pingHeader.matches("\\| ping-pong, 1 int\\s+\\| turns \\| ETHERNET µs \\| raw TCP µs \\|\\s+ratio \\| "
                 + "target \\(<= 1\\.5\\)\\s+\\|"),
                 r.out());
-        assertTrue(lines.get(header + 9).matches("\\| write \\+ updateAndSync / wait \\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
+        assertTrue(lines.get(header + 11).matches("\\| write \\+ updateAndSync / wait \\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
                 + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\| (met|not met)\\s+\\|"), r.out());
-        assertTrue(lines.get(header + 10).matches("\\| writeAndSignal / wait\\s+\\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
+        assertTrue(lines.get(header + 12).matches("\\| writeAndSignal / wait\\s+\\|\\s+20 \\|\\s+\\d+\\.\\d\\d \\|"
                 + "\\s+\\d+\\.\\d\\d \\|\\s+\\d+\\.\\d\\d \\| (met|not met)\\s+\\|"), r.out());
-        assertEquals(header + 11, lines.size(), r.out());
+        assertEquals(header + 13, lines.size(), r.out());
     }
 
     @Test
@@ -56,6 +64,8 @@ class EthernetBenchTest {
                 && r.err().contains("Usage: jmscclpp bench ethernet"),
                 r.err());
         assertTrue(MainRun.of("bench", "ethernet", "--help").out().contains("--jit-warmup=N"));
+        assertTrue(MainRun.of("bench", "ethernet", "--help").out().contains("--jit-settle=S"));
+        assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--jit-settle", "-1").code());
         MainRun which = MainRun.of("bench", "nope");
         assertTrue(which.err().contains("bootstrap, write, proxy, ethernet") && which.err().contains("  ethernet "),
                 which.err());
@@ -64,7 +74,7 @@ class EthernetBenchTest {
     @Test
     void defaultsAndSizes() {
         EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
-        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 1000, 200, 5000, 20_000), o);
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 1000, 200, 5000, 20_000, 60), o);
         assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
                 64L << 20), o.sizes());
         assertEquals(5000, o.warmupTurns());
@@ -88,6 +98,12 @@ class EthernetBenchTest {
         assertNull(EthernetBench.Row.parse("ETH-PINGPONG turns=10 eth_us=1.0 put_us=0.5 tcp_us=2.0"));
         assertEquals(new EthernetBench.PingPong(10, 1.0, 0.5, 2.0),
                 EthernetBench.PingPong.parse("ETH-PINGPONG turns=10 eth_us=1.0 put_us=0.5 tcp_us=2.0"));
+        assertEquals(new EthernetBench.JitWarmup("ETH-JIT", new JitSettle.Outcome(31000, 4.2, 2, 0, true)),
+                EthernetBench.JitWarmup.parse("ETH-JIT iterations=31000 seconds=4.2 last_compile_ms=2,0 settled=true"));
+        assertEquals(new EthernetBench.JitWarmup("ETH-PING-JIT", new JitSettle.Outcome(9000, 2.0, 7, 1, false)),
+                EthernetBench.JitWarmup.parse(
+                        "ETH-PING-JIT iterations=9000 seconds=2.0 last_compile_ms=7,1 settled=false"));
+        assertNull(EthernetBench.JitWarmup.parse("ETH-JIT iterations=1 seconds=x last_compile_ms=2,0 settled=true"));
         assertEquals("target: ratio >= 0.9 from 64 KiB up: met on 1 of 1 sizes",
                 EthernetBench.targetLine(List.of(small, met)));
         assertEquals("target: ratio >= 0.9 from 64 KiB up: not met on 1 of 2 sizes (4 MiB)",
