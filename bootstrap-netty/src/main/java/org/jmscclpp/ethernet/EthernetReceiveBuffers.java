@@ -50,6 +50,9 @@ final class EthernetReceiveBuffers implements RecvByteBufAllocator {
     }
 
     private final class Lending extends DelegatingHandle implements ExtendedHandle {
+        /** Whether the last read went into a lent destination. */
+        private boolean lentLast;
+
         Lending(ExtendedHandle pooled) {
             super(pooled);
         }
@@ -57,15 +60,32 @@ final class EthernetReceiveBuffers implements RecvByteBufAllocator {
         @Override
         public ByteBuf allocate(ByteBufAllocator alloc) {
             ByteBuf destination = receiver.lendDestination();
+            lentLast = destination != null;
             if (destination != null) {
                 return destination;
             }
             return receiver.betweenFrames() ? alloc.ioBuffer(Math.min(guess(), HEADER_READ)) : super.allocate(alloc);
         }
 
+        /**
+         * Stops after a read that completed a lent body: it filled its buffer exactly, so Netty
+         * would read again to see whether more came, and that read (almost always empty: a writer
+         * that flushes waits for this frame's ack) would delay the ack, which goes out when the
+         * reads end. Netty's epoll transport is level-triggered: bytes that did come wake the loop
+         * again at once.
+         */
         @Override
         public boolean continueReading(UncheckedBooleanSupplier maybeMoreDataSupplier) {
-            return ((ExtendedHandle) delegate()).continueReading(maybeMoreDataSupplier);
+            return !completedALentBody() && ((ExtendedHandle) delegate()).continueReading(maybeMoreDataSupplier);
+        }
+
+        @Override
+        public boolean continueReading() {
+            return !completedALentBody() && super.continueReading();
+        }
+
+        private boolean completedALentBody() {
+            return lentLast && receiver.betweenFrames();
         }
     }
 }

@@ -112,6 +112,46 @@ class EthernetWireTest {
     }
 
     /**
+     * A read that completes a lent body ends the read loop although it filled its buffer (Netty's
+     * own rule reads again after a full read): another read would nearly always find the socket
+     * empty, the writer waiting for this frame's ack, and the ack goes out only when the loop
+     * ends. Netty's epoll loop is level-triggered, so bytes that did follow wake it again.
+     */
+    @Test
+    void aReadThatCompletesALentBodyEndsTheReadLoop() {
+        EthernetReceiver receiver = new EthernetReceiver(session, EthernetSession.HANDSHAKE_TIMEOUT_NANOS);
+        EmbeddedChannel ch = new EmbeddedChannel(receiver);
+        try {
+            handshake(ch);
+            ch.writeInbound(EthernetWire.writeHeader(ALLOC, 4096, 1, region, 0));
+            RecvByteBufAllocator.Handle handle = new EthernetReceiveBuffers(receiver).newHandle();
+            handle.reset(ch.config());
+            ByteBuf lent = handle.allocate(ALLOC);
+            assertEquals(4096, lent.writableBytes(), "the body's destination, lent");
+            byte[] body = pattern(4096, 7);
+            lent.writeBytes(body);
+            handle.attemptedBytesRead(4096);
+            handle.lastBytesRead(4096);
+            handle.incMessagesRead(1);
+            ch.writeInbound(lent);
+            assertTrue(receiver.betweenFrames(), "the body is complete");
+            assertFalse(handle.continueReading(), "the read that completed the body did not end the loop");
+            for (int i = 0; i < body.length; i++) {
+                assertEquals(body[i], buffer.hostSegment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+            }
+            // the next read is between frames again: a full one goes on, as Netty's rule says
+            ByteBuf next = handle.allocate(ALLOC);
+            handle.attemptedBytesRead(next.writableBytes());
+            handle.lastBytesRead(next.writableBytes());
+            handle.incMessagesRead(1);
+            next.release();
+            assertTrue(handle.continueReading(), "a full read between frames");
+        } finally {
+            ch.finishAndReleaseAll();
+        }
+    }
+
+    /**
      * While no body is being read, a read takes at most {@link EthernetReceiveBuffers#HEADER_READ}
      * bytes however far the adaptive guess has grown, so a large frame's body goes mostly into its
      * destination (lent) rather than into a pooled buffer and then copied.
