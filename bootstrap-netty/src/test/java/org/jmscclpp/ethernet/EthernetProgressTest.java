@@ -100,4 +100,51 @@ class EthernetProgressTest {
         }
         assertEquals(0, EventLoops.users());
     }
+
+    /**
+     * The background thread polls the loop without blocking only for a moment after it read
+     * something ({@link EthernetProgress#POLL_NANOS}): with nothing more to read it blocks, and
+     * takes next to no CPU.
+     */
+    @Test
+    void anIdleBackgroundThreadBlocks() throws Exception {
+        try (HostBackend backend = HostBackend.open(dir);
+             EthernetSession session = new EthernetSession(backend, InetAddress.getLoopbackAddress());
+             Socket peer = new Socket(session.listening().getAddress(), session.listening().getPort())) {
+            assertTrue(Waiting.await(() -> session.inboundCount() == 1, Waiting.deadline(WAIT)), "not accepted");
+            // a byte of a hello for the background thread to read (nobody waits now): work, then quiet
+            peer.getOutputStream().write(1);
+            peer.getOutputStream().flush();
+            Thread.sleep(100);
+            long ticks = ethernetThreadTicks();
+            long wall = System.nanoTime();
+            Thread.sleep(1000);
+            long used = ethernetThreadTicks() - ticks;
+            long elapsed = (System.nanoTime() - wall) / 10_000_000;   // in ticks of 10 ms
+            // a spinning thread would take about all of it
+            assertTrue(used < elapsed / 5, "the idle ETHERNET threads used " + used + " of " + elapsed + " ticks");
+        }
+        assertEquals(0, EventLoops.users());
+    }
+
+    /** CPU ticks (user + system, 1/100 s) of this process's ETHERNET threads so far, from /proc. */
+    private static long ethernetThreadTicks() throws java.io.IOException {
+        long sum = 0;
+        try (var tasks = java.nio.file.Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : tasks.toList()) {
+                String stat;
+                try {
+                    stat = java.nio.file.Files.readString(task.resolve("stat"));
+                } catch (java.io.IOException gone) {
+                    continue;   // the thread ended
+                }
+                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                if (name.startsWith("jmscclpp-ether")) {
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    sum += Long.parseLong(f[11]) + Long.parseLong(f[12]);   // utime, stime
+                }
+            }
+        }
+        return sum;
+    }
 }
