@@ -45,16 +45,19 @@ final class EthernetProgress implements Waiting.Progress {
     /** How long the background thread blocks in one {@code run} when nothing happens. */
     private static final long IDLE_RUN_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /**
-     * How soon the background thread first looks again whether the waiters have left the loop; each
-     * look that finds them still there (or gone for less than the current interval) doubles the
-     * interval, up to {@link #MAX_HANDBACK_NANOS}.
+     * How often the background thread looks whether the waiters have left the loop; it takes the
+     * loop only once no waiter has been in it for this long. So a frame that no waiter reads waits
+     * at most about twice this after the last waiter left.
      */
     private static final long HANDBACK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /**
-     * The longest interval between two looks of the background thread, and so about the longest a
-     * frame that no waiter reads waits after the last waiter left (twice this at most).
+     * How often the background thread looks instead while the waiters keep coming straight back
+     * (the recent gaps between one leaving the loop and the next entering it all below
+     * {@link #SHORT_GAP_NANOS}): the next one will read what comes, and on a 2-core machine a look
+     * every 200 µs is a context switch on a core the two ranks of a ping-pong share.
      */
-    private static final long MAX_HANDBACK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long PATIENT_HANDBACK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long SHORT_GAP_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
     /**
      * How long whoever runs the loop (a waiter or the background thread) polls it without blocking
      * after its last read ({@code -Djmscclpp.ethernet.pollMicros}, default 50): long enough for a
@@ -88,6 +91,11 @@ final class EthernetProgress implements Waiting.Progress {
     private volatile long backgroundTakes;
     /** When the last waiter left the loop ({@link System#nanoTime()}). */
     private volatile long lastLeft = System.nanoTime();
+    /**
+     * The recent gaps between a waiter leaving the loop and the next one entering it: the last gap
+     * when it was longer, else decaying towards the new one by an eighth; starts long.
+     */
+    private volatile long recentGap = Long.MAX_VALUE / 2;
     /** The thread running the loop now, or null. */
     private volatile @Nullable Thread driver;
 
@@ -143,6 +151,12 @@ final class EthernetProgress implements Waiting.Progress {
         }
     }
 
+    /** A waiter entered the loop {@code gap} ns after the last one left it. Holding the lock. */
+    private void noteGap(long gap) {
+        long g = recentGap;
+        recentGap = gap >= g ? gap : g - (g - gap) / 8;
+    }
+
     /** How many times the background thread took the loop so far (for tests). */
     long backgroundTakes() {
         return backgroundTakes;
@@ -182,26 +196,27 @@ final class EthernetProgress implements Waiting.Progress {
 
     /**
      * The background thread: drives the loop whenever no waiter does. While waiters drive it, it
-     * looks again after {@link #HANDBACK_NANOS}, then after ever longer intervals (up to
-     * {@link #MAX_HANDBACK_NANOS}), and takes the loop only once no waiter has been in it for the
-     * current interval. So a waiter that leaves hands the loop back without a wake-up of its own,
+     * looks again every {@link #HANDBACK_NANOS}, and takes the loop only once no waiter has been in
+     * it for that long. So a waiter that leaves hands the loop back without a wake-up of its own,
      * and a waiter that comes straight back (the next turn of a ping-pong) finds it free and pays
-     * nothing. On the 2-core CI machine a background thread that looked every 200 µs took the loop
-     * in the short gaps between two waits of a ping-pong about once in fifteen turns (each take
-     * costs the next waiter a hand-off through the loop's wake-up and the lock, each look a context
-     * switch on a core the two ranks share): {@code bench ethernet}'s {@code writeAndSignal}
-     * ping-pong took 1.5 to 6 times raw TCP's round trip, against 1.0 to 1.5 with this.
+     * nothing: taking the loop whenever it found it free, the thread took it in the short gaps
+     * between two waits of a ping-pong (750 times in 10000 waits 10 µs apart on the 2-core CI
+     * machine), each take costing the next waiter a hand-off through the loop's wake-up and the
+     * lock. While the waiters keep coming straight back it looks only every
+     * {@link #PATIENT_HANDBACK_NANOS}: on the 2-core machine, looks every 200 µs made the
+     * {@code writeAndSignal} ping-pong 1.5–2.7 times raw TCP's round trip, against 1.1–1.3.
+     * Looks that grew to 1 ms whenever waiters were in the loop left frames unread for up to 2 ms
+     * after a waiter left for longer: the allreduce across two hosts of 4 × H200, whose waits
+     * alternate with copies of a millisecond, took 3.6–3.9 ms at 4 MiB against 2.4–2.6 with 200 µs.
      */
     private void runInBackground() {
         Thread self = Thread.currentThread();
-        long look = HANDBACK_NANOS;
         while (!loop.isTerminated()) {
+            long look = recentGap < SHORT_GAP_NANOS ? PATIENT_HANDBACK_NANOS : HANDBACK_NANOS;
             if (!stopping && (wanted.get() > 0 || System.nanoTime() - lastLeft < look) || !lock.tryLock()) {
                 LockSupport.parkNanos(this, look);
-                look = Math.min(2 * look, MAX_HANDBACK_NANOS);
                 continue;
             }
-            look = HANDBACK_NANOS;
             backgroundTakes++;
             try {
                 own(self);
@@ -257,6 +272,7 @@ final class EthernetProgress implements Waiting.Progress {
             }
             own(self);
             long lastWork = System.nanoTime();
+            noteGap(lastWork - lastLeft);
             while (true) {
                 if (done.getAsBoolean()) {
                     return 1;
