@@ -204,7 +204,8 @@ final class EthernetProgress implements Waiting.Progress {
      * machine), each take costing the next waiter a hand-off through the loop's wake-up and the
      * lock. While the waiters keep coming straight back it looks only every
      * {@link #PATIENT_HANDBACK_NANOS}: on the 2-core machine, looks every 200 µs made the
-     * {@code writeAndSignal} ping-pong 1.5–2.7 times raw TCP's round trip, against 1.1–1.3.
+     * {@code writeAndSignal} ping-pong 1.5–2.7 times raw TCP's round trip, against 1.1–1.7 (four runs: 1.25, 1.14,
+     * 1.54, 1.65).
      * Looks that grew to 1 ms whenever waiters were in the loop left frames unread for up to 2 ms
      * after a waiter left for longer: the allreduce across two hosts of 4 × H200, whose waits
      * alternate with copies of a millisecond, took 3.6–3.9 ms at 4 MiB against 2.4–2.6 with 200 µs.
