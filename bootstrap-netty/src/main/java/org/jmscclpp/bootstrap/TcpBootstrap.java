@@ -503,10 +503,19 @@ public final class TcpBootstrap implements Bootstrap {
             }
         }
 
+        /**
+         * A connection the root broke (reset: its process was killed) is reported as the close
+         * before the welcome is, naming rank 0 where it hosts the root: which of the two a rank
+         * sees first is a race. Anything else is a bad answer.
+         */
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR,
-                    "bad answer from the root: " + cause).rank(rank).phase("root check-in").cause(cause).build());
+            String why = cause instanceof java.io.IOException
+                    ? rootName + " broke the connection before welcoming this rank"
+                            + (rootPeer == 0 ? " (rank 0 died or gave up?)" : " (the root's process died?)") + ": " + cause
+                    : "bad answer from " + rootName + ": " + cause;
+            result.fail(JmscclppException.builder(ErrorCode.REMOTE_ERROR, why).rank(rank).peer(rootPeer)
+                    .phase("root check-in").cause(cause).build());
             ctx.close();
         }
     }
