@@ -2,6 +2,7 @@ package org.jmscclpp.cuda;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -17,6 +18,7 @@ import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.spi.ConnectionChecks;
 import org.jmscclpp.core.spi.Endpoint;
 import org.jmscclpp.nativebridge.CudaDriver;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -32,7 +34,9 @@ import reactor.core.publisher.Mono;
  *       stream), else as an 8-byte host-to-device copy from a ring of pinned words (a word is
  *       rewritten only after the stream was drained since its last use).</li>
  *   <li>{@link #flush} records an event and completes when the stream reached it, found by
- *       polling {@code cuEventQuery} on a virtual thread: nothing blocks inside the driver.</li>
+ *       polling {@code cuEventQuery} on a virtual thread: nothing blocks inside the driver.
+ *       {@link #pollableFlush} (what a proxy uses) instead enqueues a store of the flush's number
+ *       into pinned host memory, which the proxy's loop reads with a plain load.</li>
  * </ul>
  * Ranges are checked before anything is enqueued: a rejected call moves nothing. Thread-safe
  * (the driver orders calls on one stream from several threads as they arrive).
@@ -41,6 +45,9 @@ final class CudaIpcConnection implements Connection {
 
     /** Pinned token words of the fallback path; the stream is drained every half ring. */
     private static final int TOKEN_RING = 256;
+    /** How often a polled flush that is not done asks the stream whether it failed. */
+    private static final long STREAM_CHECK_NANOS = 1_000_000;
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 
     private final CudaBackend backend;
     private final CudaContext context;
@@ -53,6 +60,10 @@ final class CudaIpcConnection implements Connection {
     private final MemorySegment tokens;
     private long tokenCount;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Pinned, host-mapped: the number of the last polled flush the stream reached; guarded by its segment. */
+    private final DeviceBuffer flushWord;
+    private final MemorySegment flushMark;
+    private long flushes;
 
     CudaIpcConnection(CudaBackend backend, Endpoint local, Endpoint remote, ConnectionContext where) {
         this.backend = backend;
@@ -64,9 +75,17 @@ final class CudaIpcConnection implements Connection {
         this.tokenRing = backend.allocateHostVisible((long) TOKEN_RING * Long.BYTES);
         this.tokens = tokenRing.hostSegment();
         try {
+            this.flushWord = backend.allocateHostVisible(Long.BYTES);
+        } catch (RuntimeException e) {
+            tokenRing.close();
+            throw e;
+        }
+        this.flushMark = flushWord.hostSegment();
+        try {
             this.stream = new CudaStream(context, "connection " + where);
         } catch (RuntimeException e) {
             tokenRing.close();
+            flushWord.close();
             throw e;
         }
         backend.retain();
@@ -116,6 +135,62 @@ final class CudaIpcConnection implements Connection {
                     stream.handle());
             if (result != CudaDriver.CUDA_SUCCESS) {
                 throw system(phase, result, "cuMemcpyHtoDAsync_v2(token)");
+            }
+        }
+    }
+
+    /**
+     * Enqueues a store of the flush's number into a pinned, host-mapped word behind everything
+     * enqueued so far, so that the flush is done once a plain load of that word shows the number:
+     * no event, no thread. While it is not, a {@code cuStreamQuery} once a millisecond finds a
+     * failed stream. Null where the GPU has no 64-bit stream memory operations.
+     */
+    @Override
+    public @Nullable PolledFlush pollableFlush() {
+        if (!writeValue) {
+            return null;
+        }
+        synchronized (flushMark) {
+            checkOpen("flush");
+            long number = flushes + 1;
+            context.makeCurrent();
+            int result = CudaDriver.cuStreamWriteValue64_v2(stream.handle(), flushWord.address(), number,
+                    CudaDriver.CU_STREAM_WRITE_VALUE_DEFAULT);
+            if (result != CudaDriver.CUDA_SUCCESS) {
+                throw system("flush", result, "cuStreamWriteValue64_v2(flush mark)");
+            }
+            flushes = number;   // numbers reach the stream in order, so the word only grows
+            return new MarkedFlush(number);
+        }
+    }
+
+    /** A flush of {@link #pollableFlush()}: done once the flush word reached its number. */
+    private final class MarkedFlush implements PolledFlush {
+        private final long number;
+        private long nextQuery = System.nanoTime() + STREAM_CHECK_NANOS;
+
+        MarkedFlush(long number) {
+            this.number = number;
+        }
+
+        @Override
+        public boolean done() {
+            synchronized (flushMark) {
+                checkOpen("flush");
+                if ((long) WORD.getAcquire(flushMark, 0L) >= number) {
+                    return true;
+                }
+                long now = System.nanoTime();
+                if (now - nextQuery >= 0) {
+                    nextQuery = now + STREAM_CHECK_NANOS;
+                    try {
+                        stream.isIdle();
+                    } catch (JmscclppException e) {
+                        throw JmscclppException.builder(e.code(), e.detail()).rank(where.rank())
+                                .peer(where.remoteRank()).tag(where.tag()).phase("flush").cause(e).build();
+                    }
+                }
+                return false;
             }
         }
     }
@@ -174,6 +249,9 @@ final class CudaIpcConnection implements Connection {
             }
             stream.close();
             tokenRing.close();
+            synchronized (flushMark) {
+                flushWord.close();   // a polled flush looks at closed first, under the same lock
+            }
             backend.unretain();
         }
     }

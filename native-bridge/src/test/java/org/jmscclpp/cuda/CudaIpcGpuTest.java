@@ -23,6 +23,12 @@ class CudaIpcGpuTest extends TwoGpuJobTest {
         job("basic-write", "alloc=vmm");
     }
 
+    /** BasicWrite flushed as a proxy flushes: a polled flush per connection, looked at until done. */
+    @Test
+    void basicWriteWithPolledFlushes() {
+        job("basic-write", "flush=polled");
+    }
+
     @Test
     void writeWithDeviceSemaphores() {
         job("device-semaphores");

@@ -70,7 +70,7 @@ public final class GpuRankMain {
     public static void main(String[] args) {
         run(args, (r, scenario, a) -> {
             if (scenario.equals("basic-write")) {
-                r.basicWrite();
+                r.basicWrite(a.getOrDefault("flush", "").equals("polled"));
             } else if (scenario.equals("vmm-across-users")) {
                 r.vmmAcrossUsers();
             } else {
@@ -160,7 +160,7 @@ public final class GpuRankMain {
      * {@link Connection#write}, flushes, and after a barrier every element of every buffer is
      * checked on the host. Element i of buffer b is {@code i + n * b + 1}.
      */
-    void basicWrite() {
+    void basicWrite(boolean polledFlush) {
         Map<Integer, Connection> connections = connectAll();
         List<DeviceBuffer> buffers = new ArrayList<>();
         List<RegisteredMemory> locals = new ArrayList<>();
@@ -187,7 +187,28 @@ public final class GpuRankMain {
                     e.getValue().write(remotes.get(b).get(e.getKey()), offset, locals.get(b), offset, bytes);
                 }
             }
-            Flux.fromIterable(connections.values()).flatMap(c -> c.flush(TIMEOUT)).blockLast(TIMEOUT);
+            if (polledFlush) {
+                // what a proxy does: start a polled flush on each connection, look until every one is done
+                List<Connection.PolledFlush> flushes = new ArrayList<>();
+                for (Connection c : connections.values()) {
+                    Connection.PolledFlush f = c.pollableFlush();
+                    if (f == null) {
+                        throw new AssertionError(c + " has no polled flush");
+                    }
+                    flushes.add(f);
+                }
+                long deadline = System.nanoTime() + TIMEOUT.toNanos();
+                long polls = 0;
+                while (!flushes.stream().allMatch(Connection.PolledFlush::done)) {
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new AssertionError("the polled flushes were not done within " + TIMEOUT);
+                    }
+                    polls++;
+                }
+                say("polled flushes done after " + polls + " more looks");
+            } else {
+                Flux.fromIterable(connections.values()).flatMap(c -> c.flush(TIMEOUT)).blockLast(TIMEOUT);
+            }
             bootstrap.barrier(TIMEOUT).block(TIMEOUT);
             long wrong = 0;
             for (int b = 0; b < BUFFERS; b++) {
@@ -201,8 +222,8 @@ public final class GpuRankMain {
             if (wrong != 0) {
                 throw new AssertionError(wrong + " wrong elements after BasicWrite on rank " + rank);
             }
-            say("OK basic-write " + transport + " " + backend.defaultAllocation() + ": " + BUFFERS + " x "
-                    + BUFFER_BYTES + " bytes, every element checked");
+            say("OK basic-write " + transport + " " + backend.defaultAllocation() + (polledFlush ? ", polled flushes" : "")
+                    + ": " + BUFFERS + " x " + BUFFER_BYTES + " bytes, every element checked");
         } finally {
             bootstrap.barrier(TIMEOUT).block(TIMEOUT);
             locals.forEach(RegisteredMemory::close);
@@ -221,7 +242,7 @@ public final class GpuRankMain {
         if (backend.defaultAllocation() != CudaBackend.Allocation.VMM) {
             throw new AssertionError("vmm-across-users runs with alloc=vmm");
         }
-        basicWrite();
+        basicWrite(false);
         if (backend.descriptorServer() == null) {
             throw new AssertionError("the VMM exports started no descriptor server");
         }

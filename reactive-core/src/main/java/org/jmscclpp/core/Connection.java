@@ -3,6 +3,7 @@ package org.jmscclpp.core;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.spi.Waiting;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -75,6 +76,34 @@ public interface Connection extends AutoCloseable {
             return JmscclppException.builder(ErrorCode.TIMEOUT, "the flush did not end within " + limit.toMillis()
                     + " ms").rank(ctx.rank()).peer(ctx.remoteRank()).tag(ctx.tag()).phase("flush").build();
         })).block();
+    }
+
+    /**
+     * Starts a flush that the caller polls instead of subscribing to, or returns null when this
+     * transport has none (the default; then {@link #flush(Duration)}). A
+     * {@link org.jmscclpp.core.proxy.ProxyService} checks such a flush between triggers, so that its
+     * completion costs a load instead of a thread woken and a callback: {@code CUDA_IPC} enqueues a
+     * store of the flush's number into pinned host memory behind the writes. The caller owns the
+     * deadline: the flush never times out by itself.
+     *
+     * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the connection is closed;
+     *                           {@link ErrorCode#SYSTEM_ERROR} when the transport refused to start it
+     */
+    default @Nullable PolledFlush pollableFlush() {
+        return null;
+    }
+
+    /** A flush started by {@link #pollableFlush()}; polled by one thread at a time. */
+    interface PolledFlush {
+        /**
+         * Whether every {@link #write} and {@link #updateAndSync} issued before the flush started is
+         * visible at the peer. Never blocks; cheap enough to call in a polling loop.
+         *
+         * @throws JmscclppException when it never will be: {@link ErrorCode#SYSTEM_ERROR} when the
+         *                           transport failed, {@link ErrorCode#INVALID_USAGE} when the
+         *                           connection was closed
+         */
+        boolean done();
     }
 
     /** This end's transport. */

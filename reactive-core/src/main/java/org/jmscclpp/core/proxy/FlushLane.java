@@ -5,6 +5,9 @@ import java.util.ArrayDeque;
 import java.util.concurrent.locks.LockSupport;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 
@@ -18,7 +21,8 @@ import reactor.core.Disposable;
  * <p>Everything except the completion callback is confined to the proxy loop's thread. The
  * callback runs on whatever thread the connection completes its flush on (the loop's own, inline,
  * for the host backend): it records the outcome in volatile fields and unparks the loop, which
- * does the rest.
+ * does the rest. A connection with a {@linkplain Connection#pollableFlush() polled flush} has no
+ * callback: the loop looks at the flush each time round ({@link #poll()}) and keeps the deadline.
  */
 final class FlushLane {
 
@@ -32,6 +36,10 @@ final class FlushLane {
     private final ArrayDeque<Pending> waiting = new ArrayDeque<>();
     private final ArrayDeque<Pending> batch = new ArrayDeque<>();
     private @Nullable Disposable inFlight;
+    /** The polled flush in flight, with its deadline; confined to the loop's thread. */
+    private Connection.@Nullable PolledFlush polled;
+    private Duration polledTimeout = Duration.ZERO;
+    private long polledDeadline;
     private volatile int outcome = IDLE;
     private volatile long completedAt;
     private volatile @Nullable Throwable error;
@@ -84,6 +92,14 @@ final class FlushLane {
         error = null;
         outcome = PENDING;
         try {
+            Connection.PolledFlush p = connection.pollableFlush();
+            if (p != null) {
+                polled = p;
+                polledTimeout = timeout;
+                polledDeadline = Waiting.deadline(timeout);
+                poll();
+                return;
+            }
             inFlight = connection.flush(timeout).subscribe(v -> { }, e -> finish(FAILED, e, loop),
                     () -> finish(DONE, null, loop));
         } catch (RuntimeException e) {
@@ -91,11 +107,40 @@ final class FlushLane {
         }
     }
 
-    private void finish(int result, @Nullable Throwable cause, Thread loop) {
+    /**
+     * Looks at a polled flush in flight ({@link Connection#pollableFlush()}), on the loop's thread:
+     * records {@link #DONE} when it is, {@link #FAILED} when the transport failed or the deadline
+     * passed. Does nothing for a subscribed flush, whose callback records the outcome.
+     */
+    void poll() {
+        Connection.PolledFlush p = polled;
+        if (p == null) {
+            return;
+        }
+        try {
+            if (p.done()) {
+                polled = null;
+                finish(DONE, null, null);
+                return;
+            }
+        } catch (RuntimeException e) {
+            polled = null;
+            finish(FAILED, e, null);
+            return;
+        }
+        if (System.nanoTime() - polledDeadline >= 0) {
+            polled = null;
+            finish(FAILED, JmscclppException.builder(ErrorCode.TIMEOUT, "the flush did not finish within "
+                    + polledTimeout).rank(context.rank()).peer(context.remoteRank()).tag(context.tag())
+                    .phase("flush").build(), null);
+        }
+    }
+
+    private void finish(int result, @Nullable Throwable cause, @Nullable Thread loop) {
         completedAt = System.nanoTime();
         error = cause;
         outcome = result;
-        if (Thread.currentThread() != loop) {
+        if (loop != null && Thread.currentThread() != loop) {
             LockSupport.unpark(loop);
         }
     }
@@ -108,6 +153,7 @@ final class FlushLane {
 
     /** Gives up a flush in flight (the proxy failed, or stop ran out of time). */
     void cancel() {
+        polled = null;
         Disposable d = inFlight;
         if (d != null) {
             d.dispose();

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -28,10 +29,12 @@ import reactor.core.publisher.Sinks;
  * words and {@link FlushCompletion}s.
  *
  * <h2>Waiting</h2>
- * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()},
- * then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS} (up to {@link #MAX_IDLE_PARK_NANOS}
- * once idle for long): a virtual thread poller never holds its carrier for long, and a stop, a
- * flush finished on another thread or a delivered completion unparks it at once.
+ * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()}
+ * (longer while work has been arriving at short intervals: {@link PacedSpin}; a virtual thread
+ * then yields its carrier every 20 µs), then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS}
+ * (up to {@link #MAX_IDLE_PARK_NANOS} once idle for long): a stop, a flush finished on another
+ * thread or a delivered completion unparks it at once; a polled flush
+ * ({@link org.jmscclpp.core.Connection#pollableFlush()}) is looked at each time round.
  *
  * <h2>Backpressure</h2>
  * {@code outstanding} counts SYNCs taken whose completion is neither delivered to the subscriber
@@ -220,6 +223,8 @@ final class ProxyLoop implements Runnable {
     private void poll() {
         Thread self = Thread.currentThread();
         Waiting.Backoff backoff = new Waiting.Backoff(MAX_PARK_NANOS, idleSpinNanos);
+        PacedSpin paced = new PacedSpin(idleSpinNanos);
+        long spin = idleSpinNanos;
         while (!stopRequested.get()) {
             boolean progress = progressFlushes(self);
             if (failure != null) {
@@ -247,7 +252,11 @@ final class ProxyLoop implements Runnable {
                 progress = true;
             }
             if (progress) {
-                backoff.reset();
+                long idle = backoff.idleNanos();
+                if (idle > 0) {
+                    spin = paced.next(idle);
+                }
+                backoff.reset(spin);
             } else if (backoff.spinning()) {
                 continue;
             } else if (Thread.interrupted()) {
@@ -261,6 +270,44 @@ final class ProxyLoop implements Runnable {
                     backoff.park(MAX_PARK_NANOS);
                 }
             }
+        }
+    }
+
+    /**
+     * How long the loop spins before it parks: after each idle spell that ended with work,
+     * {@link #next} answers twice the longest of the last {@link #GAPS} spells that were shorter
+     * than {@link #PACED_GAP_NANOS} (work arriving at a pace: a ping-pong, a stream of transfers;
+     * the pauses between bursts do not count), at least the configured idle spin; just that when no
+     * spell was that short. The next trigger is then taken spinning rather than after a park, whose
+     * wake-up costs a virtual thread tens of microseconds. A loop whose work stopped spins at most
+     * twice {@link #PACED_GAP_NANOS} once, then parks as before. Confined to the loop's thread.
+     */
+    static final class PacedSpin {
+        /** The idle spells remembered. */
+        static final int GAPS = 8;
+        /** Idle spells shorter than this are work arriving at a pace the loop waits for spinning. */
+        static final long PACED_GAP_NANOS = 1_000_000;
+
+        private final long idleSpinNanos;
+        private final long[] gaps = new long[GAPS];
+        private int at;
+
+        PacedSpin(long idleSpinNanos) {
+            this.idleSpinNanos = idleSpinNanos;
+            Arrays.fill(gaps, Long.MAX_VALUE);
+        }
+
+        /** Records an idle spell of {@code gapNanos} that ended with work; returns the spin for the next. */
+        long next(long gapNanos) {
+            gaps[at] = gapNanos;
+            at = (at + 1) % GAPS;
+            long longest = 0;
+            for (long g : gaps) {
+                if (g < PACED_GAP_NANOS) {
+                    longest = Math.max(longest, g);
+                }
+            }
+            return Math.max(idleSpinNanos, 2 * longest);
         }
     }
 
@@ -341,7 +388,11 @@ final class ProxyLoop implements Runnable {
             FlushLane lane = busy.get(i);
             int outcome = lane.outcome();
             if (outcome == FlushLane.PENDING) {
-                continue;
+                lane.poll();
+                outcome = lane.outcome();
+                if (outcome == FlushLane.PENDING) {
+                    continue;
+                }
             }
             if (outcome == FlushLane.FAILED) {
                 fail(flushError(lane), lane.firstPosition());

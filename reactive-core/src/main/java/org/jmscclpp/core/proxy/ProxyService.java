@@ -543,7 +543,11 @@ public final class ProxyService implements AutoCloseable {
          * growing delay, up to 50 µs): 0 to 1 s; {@code jmscclpp.waitSpinMicros} (20 µs) by
          * default, which suits a virtual thread sharing carriers. A dedicated
          * {@link Poller#PLATFORM_THREAD} poller serving a GPU may spin longer, as MSCCL++'s proxy
-         * does, so that a trigger arriving after a quiet spell is not taken late by a park.
+         * does, so that a trigger arriving after a quiet spell is not taken late by a park. While
+         * triggers (or polled flushes) keep arriving less than a millisecond apart, the loop spins
+         * longer than this by itself: twice the longest of its last eight idle spells under a
+         * millisecond, so that a ping-pong or a stream of transfers is served without parks; once
+         * work stops it spins that long once (at most 2 ms), then parks.
          */
         public Builder idleSpin(Duration spin) {
             if (spin.isNegative() || spin.compareTo(Duration.ofSeconds(1)) > 0) {

@@ -177,9 +177,13 @@ public final class Waiting {
      * when work arrives. Confined to its thread.
      */
     public static final class Backoff {
+        /** A virtual thread that spins longer than this yields its carrier this often. */
+        private static final long YIELD_EVERY_NANOS = 20_000;
+
         private final long maxParkNanos;
-        private final long spinNanos;
+        private long spinNanos;
         private long idleSince = -1;
+        private long yieldedAt;
         private int spins;
         private long park = FIRST_PARK_NANOS;
 
@@ -196,16 +200,33 @@ public final class Waiting {
         /** Work arrived: the next idle period starts with spinning again. */
         public void reset() {
             idleSince = -1;
+            yieldedAt = 0;
             spins = 0;
             park = FIRST_PARK_NANOS;
+        }
+
+        /**
+         * Work arrived: the next idle period spins for {@code spinNanos} (and so do the later ones,
+         * until changed) before it parks. A virtual thread spinning longer than
+         * {@value #YIELD_EVERY_NANOS} ns yields its carrier every as long.
+         */
+        public void reset(long spinNanos) {
+            reset();
+            this.spinNanos = spinNanos;
         }
 
         /** Spins once and returns true while the spin budget lasts; false once it is spent (then park). */
         public boolean spinning() {
             if (idleSince < 0) {
                 idleSince = System.nanoTime();
-            } else if (spins >= 0 && ++spins % CLOCK_EVERY == 0 && System.nanoTime() - idleSince >= spinNanos) {
-                spins = -1;
+            } else if (spins >= 0 && ++spins % CLOCK_EVERY == 0) {
+                long idle = System.nanoTime() - idleSince;
+                if (idle >= spinNanos) {
+                    spins = -1;
+                } else if (idle - yieldedAt >= YIELD_EVERY_NANOS && Thread.currentThread().isVirtual()) {
+                    yieldedAt = idle;
+                    Thread.yield();
+                }
             }
             if (spins < 0) {
                 return false;

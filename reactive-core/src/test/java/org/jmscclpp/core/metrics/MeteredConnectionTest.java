@@ -1,8 +1,11 @@
 package org.jmscclpp.core.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -17,6 +20,7 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.metrics.probe.Probes;
 import org.junit.jupiter.api.Test;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -30,6 +34,8 @@ class MeteredConnectionTest {
     private static final class OwnAwait implements Connection {
         final AtomicInteger awaited = new AtomicInteger();
         volatile boolean fail;
+        volatile boolean polled;
+        volatile int pollsToDone = 3;
         private final ConnectionContext context;
 
         OwnAwait(int peer) {
@@ -55,6 +61,21 @@ class MeteredConnectionTest {
             if (fail) {
                 throw JmscclppException.builder(ErrorCode.TIMEOUT, "late").phase("flush").build();
             }
+        }
+
+        @Override
+        public @Nullable PolledFlush pollableFlush() {
+            if (!polled) {
+                return null;
+            }
+            int n = pollsToDone;
+            AtomicInteger polls = new AtomicInteger();
+            return () -> {
+                if (fail) {
+                    throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "failed").phase("flush").build();
+                }
+                return polls.incrementAndGet() >= n;
+            };
         }
 
         @Override
@@ -99,6 +120,32 @@ class MeteredConnectionTest {
         assertEquals(2, transport.awaited.get());
         ConnectionMetrics m = JmscclppMetrics.connections().stream()
                 .filter(c -> c.rank() == 90 && c.peer() == 7001 && c.transport() == Transport.ETHERNET)
+                .findFirst().orElseThrow();
+        assertEquals(1, m.flushes());
+        assertEquals(1, m.flushErrors());
+        metered.close();
+    }
+
+    /**
+     * A transport's polled flush reaches the caller through the wrapper, counted once as a flush
+     * when a poll finds it done (not per poll), as an error when a poll throws; a transport without
+     * one gives null and nothing is counted.
+     */
+    @Test
+    void aPolledFlushIsTheTransportsAndCountsOnceWhenDone() {
+        OwnAwait transport = new OwnAwait(7002);
+        Connection metered = Probes.instrument(transport);
+        assertNull(metered.pollableFlush(), "the transport has none");
+        transport.polled = true;
+        Connection.PolledFlush flush = metered.pollableFlush();
+        assertFalse(flush.done());
+        assertFalse(flush.done());
+        assertTrue(flush.done());
+        Connection.PolledFlush failing = metered.pollableFlush();
+        transport.fail = true;
+        assertEquals(ErrorCode.SYSTEM_ERROR, assertThrows(JmscclppException.class, failing::done).code());
+        ConnectionMetrics m = JmscclppMetrics.connections().stream()
+                .filter(c -> c.rank() == 90 && c.peer() == 7002 && c.transport() == Transport.ETHERNET)
                 .findFirst().orElseThrow();
         assertEquals(1, m.flushes());
         assertEquals(1, m.flushErrors());

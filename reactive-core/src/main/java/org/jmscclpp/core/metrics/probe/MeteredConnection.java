@@ -73,6 +73,36 @@ final class MeteredConnection implements Connection, TimedMono.Timing {
         return new TimedMono(delegate.flush(timeout), this);
     }
 
+    /** The transport's polled flush, timed from its start to the poll that found it done (or failed). */
+    @Override
+    public @Nullable PolledFlush pollableFlush() {
+        long t0 = System.nanoTime();
+        PolledFlush flush;
+        try {
+            flush = delegate.pollableFlush();
+        } catch (RuntimeException | Error e) {
+            end(start(), System.nanoTime() - t0, e);
+            throw e;
+        }
+        if (flush == null) {
+            return null;   // nothing started: the caller's flush(Duration) is the one measured
+        }
+        Object started = start();
+        return () -> {
+            boolean done;
+            try {
+                done = flush.done();
+            } catch (RuntimeException | Error e) {
+                end(started, System.nanoTime() - t0, e);
+                throw e;
+            }
+            if (done) {
+                end(started, System.nanoTime() - t0, null);
+            }
+            return done;
+        };
+    }
+
     /** The transport's own blocking flush (ETHERNET's reads its acks on this thread), timed as a flush. */
     @Override
     public void awaitFlush(Duration timeout) {
