@@ -11,17 +11,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
-import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.Device;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
-import org.jmscclpp.core.RegisteredMemory;
-import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.channel.PortChannel;
 import org.jmscclpp.core.semaphore.Host2DeviceSemaphore;
 import org.jmscclpp.core.semaphore.Semaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
+import org.jmscclpp.testkit.DelegatingConnection;
 import org.jmscclpp.testkit.FifoTesting;
 import org.jmscclpp.testkit.ProxyFixture;
 import org.junit.jupiter.api.Test;
@@ -164,15 +161,14 @@ class PolledFlushTest {
     }
 
     /** The real connection, except that its flushes are polled and finish when {@link #state} says. */
-    private static final class PolledConnection implements Connection {
-        final Connection real;
+    private static final class PolledConnection extends DelegatingConnection {
         final AtomicInteger state = new AtomicInteger(PENDING);
         final AtomicLong polls = new AtomicLong();
         final AtomicInteger started = new AtomicInteger();
         final AtomicInteger subscribed = new AtomicInteger();
 
         PolledConnection(Connection real) {
-            this.real = real;
+            super(real);
         }
 
         @Override
@@ -195,46 +191,6 @@ class PolledFlushTest {
                 subscribed.incrementAndGet();
                 return real.flush(timeout);
             });
-        }
-
-        @Override
-        public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
-            real.write(dst, dstOffset, src, srcOffset, size);
-        }
-
-        @Override
-        public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
-            real.updateAndSync(dst, dstOffset, localToken, newValue);
-        }
-
-        @Override
-        public Transport transport() {
-            return real.transport();
-        }
-
-        @Override
-        public Transport remoteTransport() {
-            return real.remoteTransport();
-        }
-
-        @Override
-        public Device localDevice() {
-            return real.localDevice();
-        }
-
-        @Override
-        public ConnectionContext context() {
-            return real.context();
-        }
-
-        @Override
-        public int maxWriteQueueSize() {
-            return real.maxWriteQueueSize();
-        }
-
-        @Override
-        public void close() {
-            real.close();
         }
     }
 }

@@ -21,7 +21,6 @@ import java.util.stream.Stream;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.Connection;
 import org.jmscclpp.core.ConnectionContext;
-import org.jmscclpp.core.Device;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -35,6 +34,7 @@ import org.jmscclpp.core.semaphore.Semaphore;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.testkit.FifoTesting;
+import org.jmscclpp.testkit.DelegatingConnection;
 import org.jmscclpp.testkit.ProxyFixture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -517,50 +517,17 @@ class ProxyServiceTest {
     }
 
     /** A connection whose flushes complete only once {@code gate} completes; everything else is the real one's. */
-    private record GatedConnection(Connection real, Mono<Void> gate) implements Connection {
-        @Override
-        public void write(RegisteredMemory dst, long dstOffset, RegisteredMemory src, long srcOffset, long size) {
-            real.write(dst, dstOffset, src, srcOffset, size);
-        }
+    private static final class GatedConnection extends DelegatingConnection {
+        private final Mono<Void> gate;
 
-        @Override
-        public void updateAndSync(RegisteredMemory dst, long dstOffset, AtomicLong localToken, long newValue) {
-            real.updateAndSync(dst, dstOffset, localToken, newValue);
+        GatedConnection(Connection real, Mono<Void> gate) {
+            super(real);
+            this.gate = gate;
         }
 
         @Override
         public Mono<Void> flush(Duration timeout) {
             return gate.then(real.flush(timeout));
-        }
-
-        @Override
-        public Transport transport() {
-            return real.transport();
-        }
-
-        @Override
-        public Transport remoteTransport() {
-            return real.remoteTransport();
-        }
-
-        @Override
-        public Device localDevice() {
-            return real.localDevice();
-        }
-
-        @Override
-        public ConnectionContext context() {
-            return real.context();
-        }
-
-        @Override
-        public int maxWriteQueueSize() {
-            return real.maxWriteQueueSize();
-        }
-
-        @Override
-        public void close() {
-            real.close();
         }
     }
 }
