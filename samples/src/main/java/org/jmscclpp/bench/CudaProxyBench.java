@@ -47,6 +47,7 @@ public final class CudaProxyBench {
     private static final Pattern LINE = Pattern.compile(
             "CUDA metric=(\\S+) variant=(\\S+) iters=(\\d+) value=(\\S+)");
     private static final Pattern HOT_LINE = Pattern.compile("CUDA-HOT call=(\\S+) calls=(\\d+) ns=(\\S+)");
+    private static final Pattern LOOP_LINE = Pattern.compile("CUDA-LOOP poller=(\\S+) triggers=(\\d+) ns=(\\S+)");
 
     private CudaProxyBench() {
     }
@@ -212,14 +213,18 @@ public final class CudaProxyBench {
     static Report report(Options o, List<String> lines) {
         Map<String, Double> values = new LinkedHashMap<>();
         Map<String, Double> hot = new LinkedHashMap<>();
+        Map<String, List<String>> loops = new LinkedHashMap<>();
         for (String line : lines) {
             Matcher m = LINE.matcher(line);
             Matcher h = HOT_LINE.matcher(line);
+            Matcher l = LOOP_LINE.matcher(line);
             try {
                 if (m.matches()) {
                     values.put(m.group(1) + "/" + m.group(2), Double.parseDouble(m.group(4)));
                 } else if (h.matches()) {
                     hot.put(h.group(1), Double.parseDouble(h.group(3)));
+                } else if (l.matches()) {
+                    loops.put(l.group(1), List.of(l.group(1), l.group(2), format(Double.parseDouble(l.group(3)), 1)));
                 }
             } catch (NumberFormatException e) {
                 // not a result line after all
@@ -246,6 +251,11 @@ public final class CudaProxyBench {
         }
         sb.append(MarkdownTable.render(List.of("hot binding, per call from Java (rank 0, " + o.calls() + " calls)",
                 "ns"), hotCells, c -> c == 0));
+        if (!loops.isEmpty()) {
+            sb.append('\n').append(MarkdownTable.render(List.of("rank 0's proxy loop in the timed round trips, poller",
+                    "triggers", "ns per trigger (its transports' calls included)"), List.copyOf(loops.values()),
+                    c -> c == 0));
+        }
         if (hot.isEmpty()) {
             missing.add("hot bindings");
         }

@@ -24,6 +24,8 @@ import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.channel.MemoryChannel;
 import org.jmscclpp.core.channel.PortChannel;
+import org.jmscclpp.core.metrics.JmscclppMetrics;
+import org.jmscclpp.core.metrics.ProxyMetrics;
 import org.jmscclpp.core.proxy.Fifo;
 import org.jmscclpp.core.proxy.ProxyService;
 import org.jmscclpp.core.proxy.ProxyService.Poller;
@@ -112,6 +114,14 @@ public final class CudaProxyBenchRankSample implements Sample {
     static String line(String metric, String variant, long iters, double value) {
         return String.format(Locale.ROOT, "CUDA metric=%s variant=%s iters=%d value=%.4f", metric, variant, iters,
                 value);
+    }
+
+    /**
+     * The line of what rank 0's proxy loop spent per trigger during the timed round trips of one
+     * poller: {@code ProxyMetrics.handleNanos()} over {@code triggers()}, both as differences.
+     */
+    static String loopLine(String poller, long triggers, double nsPerTrigger) {
+        return String.format(Locale.ROOT, "CUDA-LOOP poller=%s triggers=%d ns=%.2f", poller, triggers, nsPerTrigger);
     }
 
     /** The line a hot binding's cost is printed as. */
@@ -288,7 +298,15 @@ public final class CudaProxyBenchRankSample implements Sample {
                         MemoryId src = proxy.addMemory(local);
                         PortChannel channel = proxy.portChannel(sid, dst, src);
                         proxy.start();
+                        ProxyMetrics loop = JmscclppMetrics.proxies().stream()
+                                .filter(m -> m.name().equals(proxy.name())).findFirst().orElse(null);
+                        long triggers0 = 0;
+                        long handle0 = 0;
                         for (int iters : runs(o.warmup(), o.iters())) {
+                            if (loop != null) {
+                                triggers0 = loop.triggers();
+                                handle0 = loop.handleNanos();
+                            }
                             launch(perf, LaunchConfig.of(1, 1), KernelArgs.builder()
                                     .handle(PortChannel.DEVICE_HANDLE_BYTES, channel::encodeDeviceHandle)
                                     .i32(rank).i32(iters).pointer(elapsed.address()).build());
@@ -296,6 +314,10 @@ public final class CudaProxyBenchRankSample implements Sample {
                         if (rank == 0) {
                             say(line(PORT_RTT_US, poller.name(), o.iters(),
                                     readElapsed(elapsed, "portPingPongPerf") / 1e3 / o.iters()));
+                            if (loop != null && loop.triggers() > triggers0) {
+                                long n = loop.triggers() - triggers0;
+                                say(loopLine(poller.name(), n, (double) (loop.handleNanos() - handle0) / n));
+                            }
                         }
                         for (int iters : runs(BW_WARMUP, o.bwIters())) {
                             launch(bandwidth, LaunchConfig.of(1, 1), KernelArgs.builder()

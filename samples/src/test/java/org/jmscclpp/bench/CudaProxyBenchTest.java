@@ -125,7 +125,9 @@ class CudaProxyBenchTest {
                 CudaProxyBenchRankSample.hotLine("cuEventQuery", 100000, 612.25),
                 CudaProxyBenchRankSample.hotLine("CudaStream.isDone", 100000, 1250),
                 CudaProxyBenchRankSample.hotLine("cuCtxSetCurrent", 100000, 480.04),
-                CudaProxyBenchRankSample.hotLine("cuStreamWriteValue64_v2", 100000, 1900.5));
+                CudaProxyBenchRankSample.hotLine("cuStreamWriteValue64_v2", 100000, 1900.5),
+                CudaProxyBenchRankSample.loopLine("VIRTUAL_THREAD", 20000, 5123.456),
+                CudaProxyBenchRankSample.loopLine("PLATFORM_THREAD", 20002, 4990.0));
         CudaProxyBench.Report report = CudaProxyBench.report(DEFAULTS, lines);
         assertEquals(List.of(), report.missing());
         String expected = """
@@ -163,7 +165,12 @@ class CudaProxyBenchTest {
         assertEquals("| CudaStream.isDone (cuCtxSetCurrent + cuEventQuery) | 1250.0 |", normalise(table.get(18)));
         assertEquals("| cuCtxSetCurrent (CudaContext.makeCurrent) | 480.0 |", normalise(table.get(19)));
         assertEquals("| cuStreamWriteValue64_v2, one enqueue | 1900.5 |", normalise(table.get(20)));
-        assertEquals(21, table.size(), report.text());
+        assertEquals("", table.get(21));
+        assertEquals("| rank 0's proxy loop in the timed round trips, poller | triggers | ns per trigger (its transports'"
+                + " calls included) |", normalise(table.get(22)));
+        assertEquals("| VIRTUAL_THREAD | 20000 | 5123.5 |", normalise(table.get(24)));
+        assertEquals("| PLATFORM_THREAD | 20002 | 4990.0 |", normalise(table.get(25)));
+        assertEquals(26, table.size(), report.text());
     }
 
     @Test

@@ -30,4 +30,11 @@ public interface ProxyMetrics {
 
     /** Triggers handled, whatever their bits: one per fifo position. */
     long triggers();
+
+    /**
+     * Nanoseconds the loop spent handling triggers, from taking one off the fifo to its pop: the
+     * transports' calls (a CUDA copy or stream write, a socket write) included, waiting excluded.
+     * Divided by {@link #triggers()}: what one trigger costs the loop.
+     */
+    long handleNanos();
 }

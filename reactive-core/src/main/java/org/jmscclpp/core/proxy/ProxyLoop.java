@@ -238,15 +238,17 @@ final class ProxyLoop implements Runnable {
             }
             if (fifo.poll(words) && roomFor(words[1])) {
                 long pos = fifo.tail();
+                ProxyProbe p = probe;
+                long taken = p != null ? System.nanoTime() : 0;
                 try {
                     handle(words[0], words[1], pos, self);
                 } catch (RuntimeException e) {
                     fail(triggerError(e, pos, words[0], words[1]), pos);
                     return;
                 }
-                ProxyProbe p = probe;
                 if (p != null) {
-                    p.handled(ProxyTrigger.type(words[1]));   // before the pop, whose release store publishes it
+                    // before the pop, whose release store publishes it
+                    p.handled(ProxyTrigger.type(words[1]), System.nanoTime() - taken);
                 }
                 fifo.pop();
                 progress = true;

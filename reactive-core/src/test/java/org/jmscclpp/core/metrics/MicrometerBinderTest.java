@@ -68,6 +68,9 @@ class MicrometerBinderTest {
             assertEquals(MetricsJob.PUTS, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "flag"));
             assertEquals(1, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "sync"));
             assertEquals(MetricsJob.PUTS + 1, counter("jmscclpp.proxy.triggers", "proxy", proxy, "type", "all"));
+            FunctionTimer handle = timer("jmscclpp.proxy.handle", "proxy", proxy);
+            assertEquals(MetricsJob.PUTS + 1, handle.count(), "one handling per trigger");
+            assertTrue(handle.totalTime(TimeUnit.NANOSECONDS) > 0, "the loop's handling time");
             assertEquals(0, gauge("jmscclpp.proxy.fifo.occupancy", "proxy", proxy));
             assertEquals(job.proxy0().fifoCapacity(), gauge("jmscclpp.proxy.fifo.capacity", "proxy", proxy));
 

@@ -138,6 +138,10 @@ public final class JmscclppMeterBinder implements MeterBinder, AutoCloseable {
                     help));
             list.add(counter("jmscclpp.proxy.triggers", p, ProxyMetrics::triggers, tags.and("type", "all"), null,
                     help));
+            list.add(FunctionTimer.builder("jmscclpp.proxy.handle", p, ProxyMetrics::triggers,
+                            ProxyMetrics::handleNanos, TimeUnit.NANOSECONDS).tags(tags)
+                    .description("Triggers the proxy's loop handled and the time it took, the transports' calls"
+                            + " included").register(registry));
             proxyMeters.put(p, list);
         }
 

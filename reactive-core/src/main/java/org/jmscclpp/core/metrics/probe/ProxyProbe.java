@@ -18,6 +18,7 @@ public final class ProxyProbe implements ProxyMetrics {
     private final AtomicLong flag = new AtomicLong();
     private final AtomicLong sync = new AtomicLong();
     private final AtomicLong total = new AtomicLong();
+    private final AtomicLong busy = new AtomicLong();
     private volatile boolean ended;
 
     ProxyProbe(String name, int capacity, LongSupplier occupancy) {
@@ -26,8 +27,9 @@ public final class ProxyProbe implements ProxyMetrics {
         this.occupancy = occupancy;
     }
 
-    /** The loop handled a trigger of {@code type} (its DATA, FLAG and SYNC bits). Loop thread only. */
-    public void handled(int type) {
+    /** The loop handled a trigger of {@code type} (its DATA, FLAG and SYNC bits) in {@code nanos}. Loop thread only. */
+    public void handled(int type, long nanos) {
+        busy.setOpaque(busy.getPlain() + nanos);
         if ((type & ProxyTrigger.DATA) != 0) {
             data.setOpaque(data.getPlain() + 1);
         }
@@ -77,6 +79,11 @@ public final class ProxyProbe implements ProxyMetrics {
     @Override
     public long triggers() {
         return total.getOpaque();
+    }
+
+    @Override
+    public long handleNanos() {
+        return busy.getOpaque();
     }
 
     @Override
