@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -130,8 +131,9 @@ public final class NativeCallBench {
                 err.println("bench: native calls on GPU " + o.device() + ", " + o.iters() + " calls x " + o.rounds()
                         + " rounds, C first, then Java (JNA, FFM) ...");
                 CSide c = measureC(o);
-                Map<CudaHotCalls.Binding, Map<Call, Double>> java = measureJava(o, c.skipped().keySet());
-                out.print(callTable(o, c, java));
+                JavaSide java = measureJava(o, c.skipped().keySet());
+                out.print(callTable(o, c, java.byBinding()));
+                out.print(threadTable(o, java));
             }
             if (o.idleSeconds() > 0) {
                 err.println("bench: idle proxy service, " + o.idleSeconds() + " s per poller ...");
@@ -261,7 +263,14 @@ public final class NativeCallBench {
                            Memory params) {
     }
 
-    private static Map<CudaHotCalls.Binding, Map<Call, Double>> measureJava(Options o, Set<Call> skipped) {
+    /**
+     * The Java side: each binding's calls on this (platform) thread, and the FFM binding's again on
+     * a virtual thread (what the default proxy poller runs on).
+     */
+    record JavaSide(Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding, Map<Call, Double> ffmOnVirtualThread) {
+    }
+
+    private static JavaSide measureJava(Options o, Set<Call> skipped) {
         int[] device = new int[1];
         long[] out = new long[1];
         CudaDriver.check(CudaDriver.cuInit(0), "cuInit");
@@ -300,7 +309,7 @@ public final class NativeCallBench {
                     }
                     result.put(binding, ns);
                 }
-                return result;
+                return new JavaSide(result, onVirtualThread(f, o, skipped));
             } finally {
                 CudaDriver.cuModuleUnload(module);
                 for (long w : words) {
@@ -312,6 +321,54 @@ public final class NativeCallBench {
         } finally {
             CudaDriver.cuDevicePrimaryCtxRelease_v2(device[0]);
         }
+    }
+
+    /** The FFM binding's calls measured on a virtual thread (its carrier made the context current first). */
+    private static Map<Call, Double> onVirtualThread(Fixture f, Options o, Set<Call> skipped) {
+        Map<Call, Double> ns = new EnumMap<>(Call.class);
+        AtomicReference<@Nullable RuntimeException> failed = new AtomicReference<>();
+        Thread t = Thread.ofVirtual().name("jmscclpp-bench-native").start(() -> {
+            try {
+                CudaHotCalls hot = CudaHotCalls.of(CudaHotCalls.Binding.FFM);
+                CudaDriver.check(hot.cuCtxSetCurrent(f.context()), "cuCtxSetCurrent (virtual thread)");
+                for (Call call : Call.values()) {
+                    if (!skipped.contains(call)) {
+                        ns.put(call, median(hot, call, f, o));
+                    }
+                }
+            } catch (RuntimeException e) {
+                failed.set(e);
+            }
+        });
+        try {
+            if (!t.join(RUN_TIMEOUT)) {
+                throw new IllegalStateException("the virtual thread's calls did not end within " + RUN_TIMEOUT);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the virtual thread measured", e);
+        }
+        RuntimeException e = failed.get();
+        if (e != null) {
+            throw e;
+        }
+        return ns;
+    }
+
+    /** The FFM calls on this platform thread beside the same on a virtual thread. */
+    static String threadTable(Options o, JavaSide java) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("\n| call, FFM | platform thread ns | virtual thread ns | virtual/platform |\n");
+        sb.append("|---|---:|---:|---:|\n");
+        Map<Call, Double> platform = java.byBinding().getOrDefault(CudaHotCalls.Binding.FFM, Map.of());
+        for (Call call : Call.values()) {
+            Double p = platform.get(call);
+            Double v = java.ffmOnVirtualThread().get(call);
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s |%n", call.symbol, ns(p), ns(v), ratio(v, p)));
+        }
+        sb.append(String.format(Locale.ROOT, "%nthe same %d calls x %d rounds; the virtual thread's carrier made the"
+                + " context current once before them%n", o.iters(), o.rounds()));
+        return sb.toString();
     }
 
     private static double median(CudaHotCalls hot, Call call, Fixture f, Options o) {

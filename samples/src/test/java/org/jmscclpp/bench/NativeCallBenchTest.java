@@ -92,6 +92,19 @@ class NativeCallBenchTest {
     }
 
     @Test
+    void theThreadTablePutsTheVirtualThreadBesideThePlatformOne() {
+        NativeCallBench.JavaSide java = new NativeCallBench.JavaSide(Map.of(
+                org.jmscclpp.nativebridge.CudaHotCalls.Binding.FFM, Map.of(NativeCallBench.Call.EVENT_QUERY, 1000.0,
+                        NativeCallBench.Call.MEMCPY, 4000.0)),
+                Map.of(NativeCallBench.Call.EVENT_QUERY, 1500.0, NativeCallBench.Call.MEMCPY, 6000.0));
+        String table = NativeCallBench.threadTable(SMALL, java);
+        assertTrue(table.contains("| call, FFM | platform thread ns | virtual thread ns | virtual/platform |"), table);
+        assertTrue(table.contains("| cuEventQuery | 1000.0 | 1500.0 | 1.50× |"), table);
+        assertTrue(table.contains("| cuMemcpyDtoDAsync_v2 | 4000.0 | 6000.0 | 1.50× |"), table);
+        assertTrue(table.contains("| cuLaunchKernel | n/a | n/a | n/a |"), table);
+    }
+
+    @Test
     void withoutAGpuItSaysWhyAndExitsWithTwo() {
         Assumptions.assumeTrue(CudaBackend.unavailableReason(1).isPresent(), "a GPU is here");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
