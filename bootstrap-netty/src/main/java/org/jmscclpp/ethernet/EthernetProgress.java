@@ -157,6 +157,24 @@ final class EthernetProgress implements Waiting.Progress {
         recentGap = gap >= g ? gap : g - (g - gap) / 8;
     }
 
+    /**
+     * One turn of whoever runs the loop (holding the lock), given when it last read something:
+     * within {@link #POLL_NANOS} of that read it polls without blocking (right after a read the next
+     * frame is often already on its way: a write's signal follows it in a second frame, a ping-pong's
+     * answer comes within microseconds), spinning once when nothing came; later it blocks for up to
+     * {@code blockNanos}. Returns when it last read: now if this turn read anything.
+     */
+    private long turn(long lastWork, long now, long blockNanos) {
+        if (now - lastWork < POLL_NANOS) {
+            if (loop.run(-1) > 0) {
+                return System.nanoTime();
+            }
+            Thread.onSpinWait();
+            return lastWork;
+        }
+        return loop.run(blockNanos) > 0 ? System.nanoTime() : lastWork;
+    }
+
     /** How many times the background thread took the loop so far (for tests). */
     long backgroundTakes() {
         return backgroundTakes;
@@ -223,15 +241,7 @@ final class EthernetProgress implements Waiting.Progress {
                 own(self);
                 long lastWork = System.nanoTime() - POLL_NANOS;   // nothing read yet: block at once
                 while ((wanted.get() == 0 || stopping) && !loop.isTerminated()) {
-                    if (System.nanoTime() - lastWork < POLL_NANOS) {
-                        if (loop.run(-1) > 0) {
-                            lastWork = System.nanoTime();
-                        } else {
-                            Thread.onSpinWait();
-                        }
-                    } else if (loop.run(IDLE_RUN_NANOS) > 0) {
-                        lastWork = System.nanoTime();
-                    }
+                    lastWork = turn(lastWork, System.nanoTime(), IDLE_RUN_NANOS);
                 }
             } finally {
                 own(null);
@@ -283,17 +293,7 @@ final class EthernetProgress implements Waiting.Progress {
                 if (left <= 0 || self.isInterrupted() || stopping || loop.isShuttingDown()) {
                     return 0;
                 }
-                // right after a read the next frame is often already on its way (a write's signal
-                // follows it in a second frame): poll without sleeping for a spin's length first
-                if (now - lastWork < POLL_NANOS) {
-                    if (loop.run(-1) > 0) {
-                        lastWork = System.nanoTime();
-                    } else {
-                        Thread.onSpinWait();
-                    }
-                } else if (loop.run(Math.min(left, Waiting.MAX_PARK_NANOS)) > 0) {
-                    lastWork = System.nanoTime();
-                }
+                lastWork = turn(lastWork, now, Math.min(left, Waiting.MAX_PARK_NANOS));
             }
         } finally {
             if (locked) {

@@ -300,14 +300,7 @@ public final class NativeCallBench {
                 Fixture f = new Fixture(context, stream, event, out[0], words[0], words[1], words[2], params);
                 Map<CudaHotCalls.Binding, Map<Call, Double>> result = new EnumMap<>(CudaHotCalls.Binding.class);
                 for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
-                    CudaHotCalls hot = CudaHotCalls.of(binding);
-                    Map<Call, Double> ns = new EnumMap<>(Call.class);
-                    for (Call call : Call.values()) {
-                        if (!skipped.contains(call)) {
-                            ns.put(call, median(hot, call, f, o));
-                        }
-                    }
-                    result.put(binding, ns);
+                    result.put(binding, medians(CudaHotCalls.of(binding), f, o, skipped));
                 }
                 return new JavaSide(result, onVirtualThread(f, o, skipped));
             } finally {
@@ -325,17 +318,13 @@ public final class NativeCallBench {
 
     /** The FFM binding's calls measured on a virtual thread (its carrier made the context current first). */
     private static Map<Call, Double> onVirtualThread(Fixture f, Options o, Set<Call> skipped) {
-        Map<Call, Double> ns = new EnumMap<>(Call.class);
+        AtomicReference<Map<Call, Double>> ns = new AtomicReference<>(Map.of());
         AtomicReference<@Nullable RuntimeException> failed = new AtomicReference<>();
         Thread t = Thread.ofVirtual().name("jmscclpp-bench-native").start(() -> {
             try {
                 CudaHotCalls hot = CudaHotCalls.of(CudaHotCalls.Binding.FFM);
                 CudaDriver.check(hot.cuCtxSetCurrent(f.context()), "cuCtxSetCurrent (virtual thread)");
-                for (Call call : Call.values()) {
-                    if (!skipped.contains(call)) {
-                        ns.put(call, median(hot, call, f, o));
-                    }
-                }
+                ns.set(medians(hot, f, o, skipped));
             } catch (RuntimeException e) {
                 failed.set(e);
             }
@@ -351,6 +340,17 @@ public final class NativeCallBench {
         RuntimeException e = failed.get();
         if (e != null) {
             throw e;
+        }
+        return ns.get();
+    }
+
+    /** The median cost of every call not skipped, through {@code hot}, on this thread. */
+    private static Map<Call, Double> medians(CudaHotCalls hot, Fixture f, Options o, Set<Call> skipped) {
+        Map<Call, Double> ns = new EnumMap<>(Call.class);
+        for (Call call : Call.values()) {
+            if (!skipped.contains(call)) {
+                ns.put(call, median(hot, call, f, o));
+            }
         }
         return ns;
     }
