@@ -133,11 +133,13 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final Algorithm BROADCAST_LL = new Algorithm(CollectiveKind.BROADCAST, "ll16", 7,
             "one shot: the root sends its data to every peer as LL16 packets");
     static final Algorithm BROADCAST_MEMORY = new Algorithm(CollectiveKind.BROADCAST, "memory", 8,
-            "every rank reads the root's buffer over NVLink");
+            "the root's data leaves it once over NVLink: with two ranks the root stores it into its peer's buffer;"
+                    + " with more, each other rank reads its slice of it and stores that into every other rank's buffer");
     static final Algorithm REDUCE_LL = new Algorithm(CollectiveKind.REDUCE, "ll16", 9,
             "one shot: every rank sends its data to the root as LL16 packets");
     static final Algorithm REDUCE_RS = new Algorithm(CollectiveKind.REDUCE, "rs", 10,
-            "rank r reduces its share of every rank's buffer over NVLink into the root's");
+            "each rank but the root (both ranks of two) reduces its share of every rank's buffer, read over NVLink,"
+                    + " and stores it into the root's");
     static final Algorithm ALL_TO_ALL_LL = new Algorithm(CollectiveKind.ALL_TO_ALL, "ll16", 11,
             "one shot: slot p goes to peer p as LL16 packets");
     static final Algorithm ALL_TO_ALL_MEMORY = new Algorithm(CollectiveKind.ALL_TO_ALL, "memory", 12,

@@ -132,6 +132,8 @@ struct Call {
 
 __forceinline__ __device__ int peerIndex(int q, int rank) { return q < rank ? q : q - 1; }
 __forceinline__ __device__ int peerRank(int i, int rank) { return i < rank ? i : i + 1; }
+// The ranks other than the root, numbered 0 to N - 2 from the one after it.
+__forceinline__ __device__ int nonRootIndex(int rank, int root) { return (rank - root - 1 + N) % N; }
 __forceinline__ __device__ u64 gtid() { return static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __forceinline__ __device__ u64 gthreads() { return static_cast<u64>(gridDim.x) * blockDim.x; }
 __forceinline__ __device__ bool aligned(const void* p, u64 a) { return (reinterpret_cast<u64>(p) & (a - 1)) == 0; }
@@ -519,13 +521,14 @@ __device__ void reduceRange(const char* const* srcs, char* const* dsts, int nDst
   }
 }
 
-// Rank r's share of elements [0, count): whole 16-byte vectors split evenly, the last rank also
-// the elements after the last whole vector. The same on every rank, whatever its alignment.
-__forceinline__ __device__ void share(u64 count, int r, u64& begin, u64& end) {
+// Share r of `parts` (by default one per rank) of elements [0, count): whole 16-byte vectors split
+// evenly, the last share also the elements after the last whole vector. The same on every rank,
+// whatever its alignment.
+__forceinline__ __device__ void share(u64 count, int r, u64& begin, u64& end, int parts = N) {
   constexpr u64 perVec = 16 / W;
   u64 vectors = count / perVec;
-  begin = vectors * r / N * perVec;
-  end = r == N - 1 ? count : vectors * (r + 1) / N * perVec;
+  begin = vectors * r / parts * perVec;
+  end = r == parts - 1 ? count : vectors * (r + 1) / parts * perVec;
 }
 
 // LL: sum the packets of every rank (this rank's own payload from `own`) into `out`.
@@ -710,62 +713,50 @@ __device__ bool uses(const Call& call, int rank, int q, int which) {
 }
 
 #if !defined(JMSCCLPP_T)
-// Slice q of `bytes` for rank q: whole 16-byte vectors split evenly, the last rank also the tail.
-__forceinline__ __device__ void byteSlice(u64 bytes, int q, u64& begin, u64& end) {
+// Slice q of `parts` (by default one per rank) of `bytes`: whole 16-byte vectors split evenly, the
+// last slice also the tail.
+__forceinline__ __device__ void byteSlice(u64 bytes, int q, u64& begin, u64& end, int parts = N) {
   u64 vectors = bytes / 16;
-  begin = vectors * q / N * 16;
-  end = q == N - 1 ? bytes : vectors * (q + 1) / N * 16;
+  begin = vectors * q / parts * 16;
+  end = q == parts - 1 ? bytes : vectors * (q + 1) / parts * 16;
 }
 
-// Block b's part of [begin, end): the same on every rank, so that what block b of one rank stored
-// before a barrier is exactly what block b of another reads after it.
-__forceinline__ __device__ void blockPart(u64 begin, u64 end, u64& from, u64& to) {
-  u64 len = end - begin;
-  from = begin + len * blockIdx.x / gridDim.x;
-  to = begin + len * (blockIdx.x + 1) / gridDim.x;
-}
-
-__forceinline__ __device__ void blockCopy(char* dst, const char* src, u64 bytes) {
-  if (dst != src) {
-    char* dsts[1] = {dst};
-    multiCopy(dsts, 1, src, bytes, threadIdx.x, blockDim.x);
-  }
-}
-
-// Broadcast as scatter + allgather, so that the root sends each byte once: rank q copies slice q
-// of the root's data into its own buffer; after a barrier of each block with the same block of
-// every peer, every rank copies every other slice from the rank that holds it (the root's slice
-// from the root). Every link carries (n-1)/n of the data instead of the root's carrying n-1 times it.
-__device__ void broadcastScatterGather(const Comm* c, const Call& call, char* const* src, char* const* dst, u64 bytes) {
+// Broadcast in one pass with every byte leaving the root once. Two ranks: the root stores its data
+// into the peer's buffer and its own. More: non-root v (of N - 1) reads slice v of the root's data
+// and stores each word into its own buffer and every other non-root's, so that the root's links
+// carry the data once and every other rank's at most once each way, with no step waiting for
+// another (a scatter, a barrier, then an allgather that also read the root's slice from the root
+// had its links carry 1.5 times the data on four ranks, in two steps).
+__device__ void broadcastFromRoot(const Comm* c, const Call& call, char* const* src, char* const* dst, u64 bytes) {
   const int rank = c->rank;
   const int root = call.root;
-  if (N == 2) {
-    // one peer: scattering first would send the same bytes in two steps; the root stores them once
-    if (rank == root) {
-      char* dsts[2] = {dst[1 - root], call.recv};
-      multiCopy(dsts, call.inPlace ? 1 : 2, call.send, bytes, gtid(), gthreads());
+  if (rank == root) {
+    char* dsts[2];
+    int nDst = 0;
+    if (N == 2) {
+      dsts[nDst++] = dst[1 - root];
     }
+    if (!call.inPlace) {
+      dsts[nDst++] = call.recv;
+    }
+    multiCopy(dsts, nDst, call.send, bytes, gtid(), gthreads());
     return;
   }
-  u64 begin, end, from, to;
-  byteSlice(bytes, rank, begin, end);
-  blockPart(begin, end, from, to);
-  if (rank != root || !call.inPlace) {
-    blockCopy(call.recv + from, src[root] + from, to - from);
+  if (N == 2) {
+    return;
   }
-  blockBarrier(c);
+  u64 begin, end;
+  byteSlice(bytes, nonRootIndex(rank, root), begin, end, N - 1);
+  char* dsts[kMaxRanks];
+  int nDst = 0;
   for (int s = 1; s < N; s++) {
     int q = (rank + s) % N;
-    byteSlice(bytes, q, begin, end);
-    blockPart(begin, end, from, to);
-    if (rank == root) {
-      if (!call.inPlace) {
-        blockCopy(call.recv + from, call.send + from, to - from);
-      }
-    } else {
-      blockCopy(call.recv + from, (q == root ? src[root] : dst[q]) + from, to - from);
+    if (q != root) {
+      dsts[nDst++] = dst[q] + begin;
     }
   }
+  dsts[nDst++] = call.recv + begin;
+  multiCopy(dsts, nDst, src[root] + begin, end - begin, gtid(), gthreads());
 }
 #endif
 
@@ -818,15 +809,24 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
       break;
     }
     case kReduce: {
-      u64 begin, end;
-      share(call.count, rank, begin, end);
-      char* out[1] = {dst[call.root]};
-      reduceRange<N>(src, out, 1, begin, end, gtid(), gthreads(), N);
+      // Two ranks: each reduces half and stores it into the root's buffer. More: the root takes no
+      // share, so that its links carry each byte once each way (its data read by the others, the
+      // results stored into it) instead of also reading its own share from every peer.
+      if (N == 2 || rank != call.root) {
+        u64 begin, end;
+        if (N == 2) {
+          share(call.count, rank, begin, end);
+        } else {
+          share(call.count, nonRootIndex(rank, call.root), begin, end, N - 1);
+        }
+        char* out[1] = {dst[call.root]};
+        reduceRange<N>(src, out, 1, begin, end, gtid(), gthreads(), N);
+      }
       break;
     }
 #else
     case kBroadcast:
-      broadcastScatterGather(c, call, src, dst, bytes);
+      broadcastFromRoot(c, call, src, dst, bytes);
       break;
     case kAllGather: {
       // every word of the slice loaded once and stored into every rank's slot (peers first, in
