@@ -2,6 +2,8 @@ package org.jmscclpp.bench;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import org.jmscclpp.core.collective.CollectiveComm;
@@ -12,7 +14,8 @@ import reactor.core.publisher.Mono;
 /**
  * The cost of the {@code Mono} form of a call above the stream form (issue 14's target: at most 2 µs
  * at 1 KiB), measured on registered buffers with {@code calls} calls of each form, after as many
- * untimed {@code Mono} calls, a barrier before each form, averaged over the ranks:
+ * untimed {@code Mono} calls, a barrier before each form, averaged over the ranks, in the median of
+ * {@link #ROUNDS} rounds that each run every form once:
  * <ul>
  *   <li>{@code monoBlockUs}: {@code comm.allReduce(...).block()} (the kind's call), one after
  *       another: what a caller that waits for each result pays per call;</li>
@@ -36,6 +39,12 @@ import reactor.core.publisher.Mono;
 record CallOverhead(String algorithm, long size, long count, int calls, double monoBlockUs, double monoPipelinedUs,
                     double streamUs, double streamSyncUs) {
 
+    /** Rounds of every form; the median round is reported ({@link #measure}). */
+    static final int ROUNDS = 5;
+
+    /** Nanosecond columns of a round. */
+    private static final int COLUMNS = 4;
+
     /** The issue's bound on the call overhead ({@link #overheadUs()}), µs. */
     static final double TARGET_US = 2.0;
 
@@ -50,26 +59,45 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
 
     /**
      * Measures {@code run} (out of place) on every rank: every rank calls this at the same point with
-     * the same arguments. {@code target} gives the buffers and, on CUDA, the stream form.
+     * the same arguments. {@code target} gives the buffers and, on CUDA, the stream form. After
+     * {@code calls} untimed calls, {@link #ROUNDS} rounds each time every form once, one after the
+     * other (so that the forms compared see the same moments of a noisy host); the result is the
+     * round whose call overhead (Mono pipelined without a stream form) is the median.
      */
     static CallOverhead measure(CollectiveJob job, JmscclppTarget target, CollectiveRun run, int calls) {
         CollectiveComm comm = job.comm();
         int rank = job.rank();
-        Duration limit = job.timeout().multipliedBy(Math.max(1, calls)).plusSeconds(5);
         // plain block(timeout), as a caller writes it: no timer per call (the calls have deadlines of their own)
         Duration one = job.timeout().plusSeconds(5);
         for (int i = 0; i < calls; i++) {
             target.buffers().issue(comm, run, rank).block(one);
         }
-        job.barrier("mono overhead: blocking");
-        long t0 = System.nanoTime();
-        for (int i = 0; i < calls; i++) {
-            target.buffers().issue(comm, run, rank).block(one);
+        long[] nanos = new long[COLUMNS * ROUNDS];
+        for (int r = 0; r < ROUNDS; r++) {
+            System.arraycopy(round(job, target, run, calls, r), 0, nanos, COLUMNS * r, COLUMNS);
         }
-        long block = System.nanoTime() - t0;
+        long[][] all = job.gather(nanos);
+        double[][] rounds = new double[ROUNDS][COLUMNS];
+        for (int r = 0; r < ROUNDS; r++) {
+            for (int k = 0; k < COLUMNS; k++) {
+                rounds[r][k] = meanUs(all, COLUMNS * r + k, calls);
+            }
+        }
+        double[] m = medianRound(rounds);
+        return new CallOverhead(target.algorithm(run), run.size(), run.count(), calls, m[0], m[1], m[2], m[3]);
+    }
 
-        job.barrier("mono overhead: pipelined");
-        t0 = System.nanoTime();
+    /**
+     * One round's nanoseconds on this rank: Mono blocking, Mono pipelined, stream, stream
+     * synchronized (−1: none).
+     */
+    private static long[] round(CollectiveJob job, JmscclppTarget target, CollectiveRun run, int calls, int r) {
+        CollectiveComm comm = job.comm();
+        int rank = job.rank();
+        Duration limit = job.timeout().multipliedBy(Math.max(1, calls)).plusSeconds(5);
+        Duration one = job.timeout().plusSeconds(5);
+        job.barrier("mono overhead: pipelined, round " + r);
+        long t0 = System.nanoTime();
         List<Mono<Void>> monos = new ArrayList<>(calls);
         for (int i = 0; i < calls; i++) {
             monos.add(target.buffers().issue(comm, run, rank));
@@ -78,17 +106,27 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
         long pipelined = System.nanoTime() - t0;
 
         long stream = -1;
-        long streamSync = -1;
         if (target.streamForm()) {
             target.synchronize();
-            job.barrier("mono overhead: stream");
+            job.barrier("mono overhead: stream, round " + r);
             t0 = System.nanoTime();
             for (int i = 0; i < calls; i++) {
                 target.issue(run);
             }
             target.synchronize();
             stream = System.nanoTime() - t0;
-            job.barrier("mono overhead: stream, synchronized");
+        }
+
+        job.barrier("mono overhead: blocking, round " + r);
+        t0 = System.nanoTime();
+        for (int i = 0; i < calls; i++) {
+            target.buffers().issue(comm, run, rank).block(one);
+        }
+        long block = System.nanoTime() - t0;
+
+        long streamSync = -1;
+        if (target.streamForm()) {
+            job.barrier("mono overhead: stream, synchronized, round " + r);
             t0 = System.nanoTime();
             for (int i = 0; i < calls; i++) {
                 target.issue(run);
@@ -96,9 +134,22 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
             }
             streamSync = System.nanoTime() - t0;
         }
-        long[][] all = job.gather(block, pipelined, stream, streamSync);
-        return new CallOverhead(target.algorithm(run), run.size(), run.count(), calls, meanUs(all, 0, calls),
-                meanUs(all, 1, calls), meanUs(all, 2, calls), meanUs(all, 3, calls));
+        return new long[] {block, pipelined, stream, streamSync};
+    }
+
+    /**
+     * The round (its columns: Mono blocking, Mono pipelined, stream, stream synchronized, µs per call)
+     * whose call overhead, Mono pipelined minus stream, is the median; by Mono pipelined alone where a
+     * round has no stream form (−1). With an even count, the lower of the two middle rounds.
+     */
+    static double[] medianRound(double[][] rounds) {
+        Integer[] order = new Integer[rounds.length];
+        for (int r = 0; r < order.length; r++) {
+            order[r] = r;
+        }
+        Arrays.sort(order, Comparator.comparingDouble(r -> rounds[r][2] >= 0
+                ? rounds[r][1] - rounds[r][2] : rounds[r][1]));
+        return rounds[order[(order.length - 1) / 2]];
     }
 
     /** Column {@code k} of every rank's nanoseconds, per call and averaged over the ranks, in µs; −1 where a rank has none. */

@@ -142,9 +142,9 @@ final class CollTable {
     /** The comment lines of the Mono form's call overhead. */
     static String overhead(CallOverhead o) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "# Call overhead at %s (%d elements, %s, %d calls per form): Mono"
-                + " calls issued back to back %s us/call", ByteSizes.label(o.size()), o.count(), o.algorithm(),
-                o.calls(), g(o.monoPipelinedUs())));
+        sb.append(String.format(Locale.ROOT, "# Call overhead at %s (%d elements, %s, %d calls per form, the median"
+                + " of %d rounds): Mono calls issued back to back %s us/call", ByteSizes.label(o.size()), o.count(),
+                o.algorithm(), o.calls(), CallOverhead.ROUNDS, g(o.monoPipelinedUs())));
         if (o.hasStream()) {
             double over = o.overheadUs();
             sb.append(String.format(Locale.ROOT, ", stream form enqueued back to back %s us/call: Mono - stream ="
