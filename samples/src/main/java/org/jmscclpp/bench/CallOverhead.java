@@ -65,13 +65,7 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
      * round whose call overhead (Mono pipelined without a stream form) is the median.
      */
     static CallOverhead measure(CollectiveJob job, JmscclppTarget target, CollectiveRun run, int calls) {
-        CollectiveComm comm = job.comm();
-        int rank = job.rank();
-        // plain block(timeout), as a caller writes it: no timer per call (the calls have deadlines of their own)
-        Duration one = job.timeout().plusSeconds(5);
-        for (int i = 0; i < calls; i++) {
-            target.buffers().issue(comm, run, rank).block(one);
-        }
+        blocking(job, target, run, calls);
         long[] nanos = new long[COLUMNS * ROUNDS];
         for (int r = 0; r < ROUNDS; r++) {
             System.arraycopy(round(job, target, run, calls, r), 0, nanos, COLUMNS * r, COLUMNS);
@@ -95,7 +89,6 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
         CollectiveComm comm = job.comm();
         int rank = job.rank();
         Duration limit = job.timeout().multipliedBy(Math.max(1, calls)).plusSeconds(5);
-        Duration one = job.timeout().plusSeconds(5);
         job.barrier("mono overhead: pipelined, round " + r);
         long t0 = System.nanoTime();
         List<Mono<Void>> monos = new ArrayList<>(calls);
@@ -118,11 +111,7 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
         }
 
         job.barrier("mono overhead: blocking, round " + r);
-        t0 = System.nanoTime();
-        for (int i = 0; i < calls; i++) {
-            target.buffers().issue(comm, run, rank).block(one);
-        }
-        long block = System.nanoTime() - t0;
+        long block = blocking(job, target, run, calls);
 
         long streamSync = -1;
         if (target.streamForm()) {
@@ -135,6 +124,19 @@ record CallOverhead(String algorithm, long size, long count, int calls, double m
             streamSync = System.nanoTime() - t0;
         }
         return new long[] {block, pipelined, stream, streamSync};
+    }
+
+    /**
+     * {@code calls} Mono calls, each waited for with a plain {@code block(timeout)} as a caller writes
+     * it (no timer per call: the calls have deadlines of their own); returns their nanoseconds.
+     */
+    private static long blocking(CollectiveJob job, JmscclppTarget target, CollectiveRun run, int calls) {
+        Duration one = job.timeout().plusSeconds(5);
+        long t0 = System.nanoTime();
+        for (int i = 0; i < calls; i++) {
+            target.buffers().issue(job.comm(), run, job.rank()).block(one);
+        }
+        return System.nanoTime() - t0;
     }
 
     /**
