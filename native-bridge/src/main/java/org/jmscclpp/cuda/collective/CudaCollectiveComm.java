@@ -159,7 +159,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private static final long ABORT_SEEN = 1L << 8;
     /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
     private static final long ABORT_GRACE_NS = 2_000_000_000L;
-    private static final int CALL_BYTES = 96;
+    private static final int CALL_BYTES = 104;
+    // the P2p structure: count, pad, the operations, then a Done (word, value, system, pad)
+    private static final int P2P_DONE_AT = 8 + MAX_P2P * 64;
+    private static final int P2P_BYTES = P2P_DONE_AT + 24;
     // the device state buffer: runs, failed, p2p counters, registration table, semaphores, Comm
     private static final long STATE_RUNS = 0;
     private static final long STATE_FAILED = STATE_RUNS + RUN_WORDS * 8L;
@@ -222,6 +225,19 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private volatile @Nullable Thread poller;
     private volatile boolean pollerParked;
 
+    /**
+     * How a batch's last kernel tells the host that the batch is over (collectives.cu's Done): it
+     * writes {@code value} into {@code word} (0: it does not tell), with the system's ordering
+     * where one of the batch's buffers is host memory, else the GPU's.
+     */
+    private record Done(long word, long value, boolean system) {
+        static final Done NONE = new Done(0, 0, false);
+
+        boolean told() {
+            return word != 0;
+        }
+    }
+
     private record Pending(long number, MonoSink<Void> sink, long deadline, Batch batch) {
         /** The batch as errors name it; made only for an error. */
         String what() {
@@ -245,7 +261,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.owned = owned;
         long comm = state.address() + STATE_COMM;
         this.collectiveArgs = KernelArgs.builder().pointer(comm).bytes(new byte[CALL_BYTES], 8).build();
-        this.pointToPointArgs = KernelArgs.builder().pointer(comm).bytes(new byte[8 + MAX_P2P * 64], 8).build();
+        this.pointToPointArgs = KernelArgs.builder().pointer(comm).bytes(new byte[P2P_BYTES], 8).build();
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -430,18 +446,26 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         long number;
         synchronized (enqueueLock) {
             number = ++batchesIssued;
-            Planned only = batch.calls().size() == 1 ? batch.calls().get(0) : null;
-            if (only != null && !only.call().kind().pointToPoint()
-                    && (isLL(only.algorithm()) || only.descriptor().direct())) {
-                // one kernel is the whole call: its last block writes the batch number itself
-                enqueueCollective(only, stream, doneWord.address(), number);
-            } else {
-                enqueue(batch, stream);
+            // where a kernel is the batch's last work on the stream, its last block writes the batch
+            // number itself; else a stream write after it does
+            if (!enqueue(batch, stream, new Done(doneWord.address(), number, touchesHostMemory(batch)))) {
                 stream.writeValueAsync(doneWord.address(), number);
             }
         }
         long deadline = System.nanoTime() + batch.timeout().toNanos();
         return Mono.create(sink -> track(new Pending(number, sink, deadline, batch)));
+    }
+
+    /** Whether a buffer of {@code batch} is host memory that host threads may read (pinned, mapped). */
+    private static boolean touchesHostMemory(Batch batch) {
+        for (Planned p : batch.calls()) {
+            DeviceBuffer send = p.call().send();
+            DeviceBuffer recv = p.call().recv();
+            if (send != null && send.hostAccessible() || recv != null && recv.hostAccessible()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
@@ -730,30 +754,32 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         return a.name().equals("ll16");
     }
 
-    /** Enqueues every call of {@code batch} on {@code on}: sends and receives first, then the collectives in order. */
-    private void enqueue(Batch batch, CudaStream on) {
+    /**
+     * Enqueues every call of {@code batch} on {@code on}: sends and receives first, then the
+     * collectives in order. Where the batch's last work on the stream is a kernel, it tells the host
+     * ({@code done}) when it ends; returns whether one does.
+     */
+    private boolean enqueue(Batch batch, CudaStream on, Done done) {
         List<Planned> p2p = new ArrayList<>();
+        List<Planned> collectives = new ArrayList<>();
         for (Planned p : batch.calls()) {
-            if (p.call().kind().pointToPoint()) {
-                p2p.add(p);
-            }
+            (p.call().kind().pointToPoint() ? p2p : collectives).add(p);
         }
+        boolean told = false;
         if (!p2p.isEmpty()) {
-            enqueuePointToPoint(p2p, on);
+            told = enqueuePointToPoint(p2p, on, collectives.isEmpty() ? done : Done.NONE);
         }
-        for (Planned p : batch.calls()) {
-            if (!p.call().kind().pointToPoint()) {
-                enqueueCollective(p, on, 0, 0);
-            }
+        for (int k = 0; k < collectives.size(); k++) {
+            told = enqueueCollective(collectives.get(k), on, k == collectives.size() - 1 ? done : Done.NONE);
         }
+        return told;
     }
 
     /**
-     * Enqueues one collective on {@code on}; with a {@code done} address, its kernel writes
-     * {@code doneValue} there when it ends (the caller passes one only where a single kernel is the
-     * whole call).
+     * Enqueues one collective on {@code on}; where one kernel is the whole call, that kernel tells
+     * the host ({@code done}) when it ends. Returns whether it does.
      */
-    private void enqueueCollective(Planned p, CudaStream on, long done, long doneValue) {
+    private boolean enqueueCollective(Planned p, CudaStream on, Done done) {
         CollectiveCall call = p.call();
         DataType type = call.type();
         CollectiveKind kind = call.kind();
@@ -765,13 +791,13 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         if (isLL(p.algorithm())) {
             long packets = (count * w + 7) / 8;
             int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, LL_MIN_BLOCKS, LL_MAX_BLOCKS);
-            launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace(), done, doneValue));
-            return;
+            launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace(), done));
+            return done.told();
         }
         if (p.descriptor().direct()) {
             launch(on, kernel, directBlocks(call.size(size)), callArgs(p, send, recv, count, 1, false, p.inPlace(),
-                    done, doneValue));
-            return;
+                    done));
+            return done.told();
         }
         // staged: pieces through this rank's IN and OUT areas
         int inBlocks = kind == CollectiveKind.REDUCE_SCATTER || kind == CollectiveKind.ALL_TO_ALL ? size : 1;
@@ -791,7 +817,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 }
             }
             launch(on, kernel, directBlocks(Math.max(inBlocks, outBlocks) * bytes),
-                    callArgs(p, in, out, m, 1, true, false, 0, 0));
+                    callArgs(p, in, out, m, 1, true, false, Done.NONE));
             if (writesRecv) {
                 for (int j = 0; j < outBlocks; j++) {
                     on.copyAsync(recv + (j * count + first) * w, out + j * bytes, bytes);
@@ -799,6 +825,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             }
             first += m;
         } while (first < count);
+        return false;
     }
 
     /** Blocks of a direct kernel moving {@code bytes}: as many as keep NVLink busy, 32 up to 64 MiB, then 64. */
@@ -810,7 +837,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     /** The reused parameters of a collective launch, rewritten for this one (under the enqueue lock). */
     private KernelArgs callArgs(Planned p, long send, long recv, long count, int algo, boolean staged,
-                                boolean inPlace, long done, long doneValue) {
+                                boolean inPlace, Done done) {
         CollectiveCall call = p.call();
         ByteBuffer b = ByteBuffer.allocate(CALL_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (long word : p.descriptor().words()) {
@@ -818,7 +845,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         }
         b.putLong(send).putLong(recv).putLong(count).putInt(call.kind().code()).putInt(algo)
                 .putInt(call.root()).putInt(inPlace ? 1 : 0).putInt(staged ? 1 : 0).putInt(call.type().bytes())
-                .putLong(done).putLong(doneValue);
+                .putLong(done.word()).putLong(done.value()).putInt(done.system() ? 1 : 0).putInt(0);
         collectiveArgs.set(1, b.array());
         return collectiveArgs;
     }
@@ -831,9 +858,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * The sends and receives of a batch, in waves (the i-th send to and receive from each peer in
      * wave i, each wave one launch of the point-to-point kernel) and pieces of at most this rank's
      * share of the IN area. Sends and receives of this rank with itself are copies on the stream,
-     * in order.
+     * in order. The last launch tells the host ({@code done}) when it ends; returns whether there
+     * was one (not where every call is with this rank itself).
      */
-    private void enqueuePointToPoint(List<Planned> calls, CudaStream on) {
+    private boolean enqueuePointToPoint(List<Planned> calls, CudaStream on, Done done) {
         Map<Integer, List<Planned>> sends = new LinkedHashMap<>();
         Map<Integer, List<Planned>> recvs = new LinkedHashMap<>();
         for (Planned p : calls) {
@@ -889,9 +917,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             for (long piece = 0; piece < pieces; piece++) {
                 // a message takes part in as many pieces as it needs, and both its ends count alike
                 long number = piece;
-                launchWave(on, kernel, ops.stream().filter(p -> number < pieces(p, slot)).toList(), piece, slot);
+                boolean last = wave == waves - 1 && piece == pieces - 1;
+                launchWave(on, kernel, ops.stream().filter(p -> number < pieces(p, slot)).toList(), piece, slot,
+                        last ? done : Done.NONE);
             }
         }
+        return waves > 0 && done.told();
     }
 
     /** Pieces of at most {@code slot} bytes a message travels in: at least one (an empty message too). */
@@ -900,11 +931,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         return Math.max(1, (bytes + slot - 1) / slot);
     }
 
-    private void launchWave(CudaStream on, Kernel kernel, List<Planned> ops, long piece, long slot) {
+    private void launchWave(CudaStream on, Kernel kernel, List<Planned> ops, long piece, long slot, Done done) {
         if (ops.size() > MAX_P2P) {
             throw invalid(rank, "send/recv", "a wave of more than " + MAX_P2P + " sends and receives");
         }
-        ByteBuffer b = ByteBuffer.allocate(8 + MAX_P2P * 64).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.allocate(P2P_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(ops.size()).putInt(0);
         // blocks: as many as copying the piece wants on an end that may copy (a send always may; a receive
         // only into an unregistered buffer, else the sender stores and one block waits), at most
@@ -958,6 +989,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putInt(blocks);
             nextBlock += blocks;
         }
+        b.putLong(P2P_DONE_AT, done.word()).putLong(P2P_DONE_AT + 8, done.value())
+                .putInt(P2P_DONE_AT + 16, done.system() ? 1 : 0);
         pointToPointArgs.set(1, b.array());
         launch(on, kernel, nextBlock, pointToPointArgs);
     }
@@ -1000,7 +1033,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         Batch batch = planBatch(calls, callOptions, group);
         try {
             synchronized (enqueueLock) {
-                enqueue(batch, on);
+                enqueue(batch, on, Done.NONE);
             }
         } catch (RuntimeException e) {
             breakWith(e);

@@ -83,7 +83,10 @@ final class CollectiveScenarios {
             long t0 = System.nanoTime();
             switch (scenario) {
                 case "coll-matrix" -> s.matrix(comm);
-                case "coll-external" -> s.external(comm);
+                case "coll-external" -> {
+                    s.external(comm);
+                    s.hostMemory(comm);
+                }
                 case "coll-graph" -> s.graph((CudaCollectiveComm) comm);
                 case "coll-group" -> s.group(comm);
                 case "coll-mismatch" -> s.mismatch(comm);
@@ -479,6 +482,58 @@ final class CollectiveScenarios {
         } finally {
             own.close();
             owner.close();
+        }
+    }
+
+    /**
+     * Pinned host memory as the buffers of Mono calls ({@code allocateHostVisible}): a kernel that
+     * writes into host memory orders its stores before the completion at the system's scope, so
+     * each result is read from the host segment as soon as its call completes, with no copy or
+     * synchronization between. Many calls, fresh inputs each; an allreduce and an allgather (ll16:
+     * the kernel stores the result itself) and a send/recv ring.
+     */
+    private void hostMemory(CollectiveComm comm) {
+        int count = 1000;
+        long bytes = count * 4L;
+        CollectiveComm ll = comm.with(CallOptions.algorithm("ll16"));
+        try (DeviceBuffer send = backend.allocateHostVisible(bytes);
+             DeviceBuffer recv = backend.allocateHostVisible(bytes * n)) {
+            for (int round = 0; round < 50; round++) {
+                MemorySegment[] inputs = new MemorySegment[n];
+                for (int q = 0; q < n; q++) {
+                    inputs[q] = arena.allocate(bytes, 8);
+                    CollectiveReference.fill(DataType.FLOAT32, 300 + round, q, 0, count, inputs[q], 0);
+                }
+                MemorySegment.copy(inputs[rank], 0, send.hostSegment(), 0, bytes);
+                ll.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT);
+                String why = reduced(arena, DataType.FLOAT32, ReduceOp.SUM, inputs, 0, recv.hostSegment(), count);
+                if (why != null) {
+                    throw new AssertionError("round " + round + ": ll16 allreduce into host memory, read at"
+                            + " completion: " + why);
+                }
+                ll.allGather(send, recv, count, DataType.FLOAT32).block(LIMIT);
+                for (int q = 0; q < n; q++) {
+                    why = same(inputs[q], 0, recv.hostSegment(), q * bytes, bytes);
+                    if (why != null) {
+                        throw new AssertionError("round " + round + ": ll16 allgather into host memory, read at"
+                                + " completion, rank " + q + "'s part: " + why);
+                    }
+                }
+                int next = (rank + 1) % n;
+                int previous = (rank + n - 1) % n;
+                comm.group(g -> {
+                    g.send(send, count, DataType.FLOAT32, next);
+                    g.recv(recv, count, DataType.FLOAT32, previous);
+                }).block(LIMIT);
+                why = same(inputs[previous], 0, recv.hostSegment(), 0, bytes);
+                if (why != null) {
+                    throw new AssertionError("round " + round + ": a receive into host memory from rank " + previous
+                            + ", read at completion: " + why);
+                }
+                calls += 3;
+                // the peers read this rank's send buffer in the ring: none writes its next input before all are done
+                r.bootstrap.barrier(LIMIT).block(LIMIT);
+            }
         }
     }
 
