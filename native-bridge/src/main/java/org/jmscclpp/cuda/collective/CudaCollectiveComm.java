@@ -160,6 +160,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
     private static final long ABORT_GRACE_NS = 2_000_000_000L;
     private static final int CALL_BYTES = 104;
+    /**
+     * Done words: one per block of the largest grid that tells the host, a wave of point-to-point
+     * (WAVE_BLOCKS shared out, and at least one block for each of its calls).
+     */
+    private static final int DONE_WORDS = Math.max(WAVE_BLOCKS + MAX_P2P, Math.max(LL_MAX_BLOCKS, MAX_BLOCKS));
     // the P2p structure: count, pad, the operations, then a Done (word, value, system, pad)
     private static final int P2P_DONE_AT = 8 + MAX_P2P * 64;
     private static final int P2P_BYTES = P2P_DONE_AT + 24;
@@ -226,9 +231,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private volatile boolean pollerParked;
 
     /**
-     * How a batch's last kernel tells the host that the batch is over (collectives.cu's Done): it
-     * writes {@code value} into {@code word} (0: it does not tell), with the system's ordering
-     * where one of the batch's buffers is host memory, else the GPU's.
+     * How a batch's last kernel tells the host that the batch is over (collectives.cu's Done): each
+     * of its blocks writes {@code value} into its own word from {@code word} on (0: it does not tell),
+     * with the system's ordering where one of the batch's buffers is host memory, else the GPU's.
      */
     private record Done(long word, long value, boolean system) {
         static final Done NONE = new Done(0, 0, false);
@@ -238,7 +243,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         }
     }
 
-    private record Pending(long number, MonoSink<Void> sink, long deadline, Batch batch) {
+    /** A batch the completion thread watches: over once the first {@code words} done words hold {@code number}. */
+    private record Pending(long number, MonoSink<Void> sink, long deadline, Batch batch, int words) {
         /** The batch as errors name it; made only for an error. */
         String what() {
             return describe(batch);
@@ -300,7 +306,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             DeviceBuffer scratch = own(owned, cuda.allocate(layout.bytes()));
             DeviceBuffer state = own(owned, cuda.allocate(STATE_BYTES));
             DeviceBuffer errorRecord = own(owned, cuda.allocateHostVisible(ERROR_WORDS * 8L));
-            DeviceBuffer doneWord = own(owned, cuda.allocateHostVisible(64));
+            DeviceBuffer doneWord = own(owned, cuda.allocateHostVisible(DONE_WORDS * 8L));
             // set by the communicator's abort signal; every wait of the kernels looks at it
             DeviceAbortFlag abortFlag = own(owned, DeviceAbortFlag.create(communicator));
             stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
@@ -444,16 +450,19 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     @Override
     protected Mono<Void> execute(Batch batch) {
         long number;
+        int words;
         synchronized (enqueueLock) {
             number = ++batchesIssued;
-            // where a kernel is the batch's last work on the stream, its last block writes the batch
-            // number itself; else a stream write after it does
-            if (!enqueue(batch, stream, new Done(doneWord.address(), number, touchesHostMemory(batch)))) {
+            // where a kernel is the batch's last work on the stream, each of its blocks writes the batch
+            // number into a word of its own; else a stream write after it writes the first word
+            int blocks = enqueue(batch, stream, new Done(doneWord.address(), number, touchesHostMemory(batch)));
+            if (blocks == 0) {
                 stream.writeValueAsync(doneWord.address(), number);
             }
+            words = Math.max(1, blocks);
         }
         long deadline = System.nanoTime() + batch.timeout().toNanos();
-        return Mono.create(sink -> track(new Pending(number, sink, deadline, batch)));
+        return Mono.create(sink -> track(new Pending(number, sink, deadline, batch, words)));
     }
 
     /** Whether a buffer of {@code batch} is host memory that host threads may read (pinned, mapped). */
@@ -628,6 +637,19 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     // ---------------------------------------------------------------------------------------------
     // completion
 
+    /**
+     * The highest batch number that the first {@code words} done words all reached: the batch
+     * whose last kernel wrote a word per block is over once every block's word holds its number.
+     */
+    private long doneUpTo(int words) {
+        MemorySegment w = doneWord.hostSegment();
+        long done = Long.MAX_VALUE;
+        for (int k = words - 1; k >= 0; k--) {
+            done = Math.min(done, (long) WORD.getAcquire(w, 8L * k));
+        }
+        return done;
+    }
+
     private void track(Pending p) {
         pending.add(p);
         Thread t = poller;
@@ -669,7 +691,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 }
                 continue;
             }
-            long done = (long) WORD.getAcquire(doneWord.hostSegment(), 0L);
+            long done = doneUpTo(head.words());
             // read after done: a kernel sets its bit before the done word it writes after giving up
             long abortWord;
             try {
@@ -757,15 +779,15 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     /**
      * Enqueues every call of {@code batch} on {@code on}: sends and receives first, then the
      * collectives in order. Where the batch's last work on the stream is a kernel, it tells the host
-     * ({@code done}) when it ends; returns whether one does.
+     * ({@code done}) when it ends; returns its blocks (the words it writes), else 0.
      */
-    private boolean enqueue(Batch batch, CudaStream on, Done done) {
+    private int enqueue(Batch batch, CudaStream on, Done done) {
         List<Planned> p2p = new ArrayList<>();
         List<Planned> collectives = new ArrayList<>();
         for (Planned p : batch.calls()) {
             (p.call().kind().pointToPoint() ? p2p : collectives).add(p);
         }
-        boolean told = false;
+        int told = 0;
         if (!p2p.isEmpty()) {
             told = enqueuePointToPoint(p2p, on, collectives.isEmpty() ? done : Done.NONE);
         }
@@ -777,9 +799,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     /**
      * Enqueues one collective on {@code on}; where one kernel is the whole call, that kernel tells
-     * the host ({@code done}) when it ends. Returns whether it does.
+     * the host ({@code done}) when it ends. Returns its blocks where it does, else 0.
      */
-    private boolean enqueueCollective(Planned p, CudaStream on, Done done) {
+    private int enqueueCollective(Planned p, CudaStream on, Done done) {
         CollectiveCall call = p.call();
         DataType type = call.type();
         CollectiveKind kind = call.kind();
@@ -792,12 +814,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             long packets = (count * w + 7) / 8;
             int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, LL_MIN_BLOCKS, LL_MAX_BLOCKS);
             launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace(), done));
-            return done.told();
+            return done.told() ? blocks : 0;
         }
         if (p.descriptor().direct()) {
-            launch(on, kernel, directBlocks(call.size(size)), callArgs(p, send, recv, count, 1, false, p.inPlace(),
-                    done));
-            return done.told();
+            int blocks = directBlocks(call.size(size));
+            launch(on, kernel, blocks, callArgs(p, send, recv, count, 1, false, p.inPlace(), done));
+            return done.told() ? blocks : 0;
         }
         // staged: pieces through this rank's IN and OUT areas
         int inBlocks = kind == CollectiveKind.REDUCE_SCATTER || kind == CollectiveKind.ALL_TO_ALL ? size : 1;
@@ -825,7 +847,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             }
             first += m;
         } while (first < count);
-        return false;
+        return 0;
     }
 
     /** Blocks of a direct kernel moving {@code bytes}: as many as keep NVLink busy, 32 up to 64 MiB, then 64. */
@@ -858,10 +880,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * The sends and receives of a batch, in waves (the i-th send to and receive from each peer in
      * wave i, each wave one launch of the point-to-point kernel) and pieces of at most this rank's
      * share of the IN area. Sends and receives of this rank with itself are copies on the stream,
-     * in order. The last launch tells the host ({@code done}) when it ends; returns whether there
-     * was one (not where every call is with this rank itself).
+     * in order. The last launch tells the host ({@code done}) when it ends; returns its blocks, or 0
+     * where there was none (every call is with this rank itself).
      */
-    private boolean enqueuePointToPoint(List<Planned> calls, CudaStream on, Done done) {
+    private int enqueuePointToPoint(List<Planned> calls, CudaStream on, Done done) {
         Map<Integer, List<Planned>> sends = new LinkedHashMap<>();
         Map<Integer, List<Planned>> recvs = new LinkedHashMap<>();
         for (Planned p : calls) {
@@ -897,6 +919,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             waves = Math.max(waves, l.size());
         }
         Kernel kernel = kernel(null, null, "pointToPoint");
+        int blocks = 0;
         for (int wave = 0; wave < waves; wave++) {
             // pieces: every message of the wave cut at the slot size, the same cuts on both ends
             long pieces = 1;
@@ -918,11 +941,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 // a message takes part in as many pieces as it needs, and both its ends count alike
                 long number = piece;
                 boolean last = wave == waves - 1 && piece == pieces - 1;
-                launchWave(on, kernel, ops.stream().filter(p -> number < pieces(p, slot)).toList(), piece, slot,
-                        last ? done : Done.NONE);
+                blocks = launchWave(on, kernel, ops.stream().filter(p -> number < pieces(p, slot)).toList(), piece,
+                        slot, last ? done : Done.NONE);
             }
         }
-        return waves > 0 && done.told();
+        return done.told() ? blocks : 0;
     }
 
     /** Pieces of at most {@code slot} bytes a message travels in: at least one (an empty message too). */
@@ -931,7 +954,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         return Math.max(1, (bytes + slot - 1) / slot);
     }
 
-    private void launchWave(CudaStream on, Kernel kernel, List<Planned> ops, long piece, long slot, Done done) {
+    private int launchWave(CudaStream on, Kernel kernel, List<Planned> ops, long piece, long slot, Done done) {
         if (ops.size() > MAX_P2P) {
             throw invalid(rank, "send/recv", "a wave of more than " + MAX_P2P + " sends and receives");
         }
@@ -991,8 +1014,13 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         }
         b.putLong(P2P_DONE_AT, done.word()).putLong(P2P_DONE_AT + 8, done.value())
                 .putInt(P2P_DONE_AT + 16, done.system() ? 1 : 0);
+        if (done.told() && nextBlock > DONE_WORDS) {
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "a wave of " + nextBlock + " blocks, more than"
+                    + " the " + DONE_WORDS + " done words").rank(rank).phase("send/recv").build();
+        }
         pointToPointArgs.set(1, b.array());
         launch(on, kernel, nextBlock, pointToPointArgs);
+        return nextBlock;
     }
 
     static String describe(Batch batch) {

@@ -109,14 +109,17 @@ struct Comm {
   u64 offIn;                                     // 168 the staged IN area
   u64 offOut;                                    // 176 the staged OUT area
   u64 stagedBytes;                               // 184 bytes of each staged area
-  u32* finished;                                 // 192 blocks of the running kernel that finished, for done
+  u32* unused;                                   // 192 read by no kernel since the blocks tell the host by a word
+                                                 //     each (the count they kept before); the layout stays the
+                                                 //     one measured on the GPUs
   u64* p2pState;                                 // 200 [2][kMaxRanks][4]: block 0's findings for the other blocks
   u64* abort;                                    // 208 pinned, host-mapped: the abort word (DeviceAbortFlag)
 };
+static_assert(sizeof(Comm) == 216, "CudaCollectiveComm.COMM_BYTES");
 
 // How a kernel tells the host that the call it ends is over (tellHost), passed by value.
 struct Done {
-  u64* word;   // 0 pinned host memory, written with value once every block finished; or null: not told
+  u64* word;   // 0 pinned host memory, a word per block, each written with value when its block ends; or null
   u64 value;   // 8
   u32 system;  // 16 1: one of the call's buffers is host memory, which host threads may read at once
   u32 pad;     // 20
@@ -871,30 +874,23 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
 
 }  // namespace
 
-// The last block of the kernel to finish tells the host: *done.word = done.value. Each block's
-// thread 0, after the block's barrier, adds to the finished count with release (its block's stores
-// before it) and acquire (the stores of the blocks that counted before), so the last one writes the
-// word after every block's stores, and a host thread that loads it with acquire and sees the value
-// knows the call is over, with no event to query. The ordering is the GPU's scope, enough for GPU
-// memory, which whatever comes next reaches through this GPU (its kernels and copies, a peer over
-// NVLink); where a buffer is host memory, which a host thread may read as soon as it sees the word,
-// every block fences at the system's scope first. That fence is what a Mono call used to pay on
-// every call: 2 x H100, 1 KiB, back to back, 10.5-11.7 against 7.6-8.0 us a call (the stream form 5.3-5.9).
-__device__ void tellHost(const Comm* c, const Done& done) {
+// Every block of the kernel tells the host that it is over: done.word[blockIdx.x] = done.value, after
+// the block's barrier, with release (thread 0's fence covers the stores of every thread of the block),
+// so a host thread that loads the words with acquire and sees the value in all of them knows the call
+// is over, with no event to query and no count the blocks would contend for. The ordering is the
+// GPU's scope, enough for GPU memory, which whatever comes next reaches through this GPU (its kernels
+// and copies, a peer over NVLink); where a buffer is host memory, which a host thread may read as soon
+// as it sees the words, the release is at the system's scope. A system fence per block is what a Mono
+// call used to pay: 2 x H100, 1 KiB, back to back, 10.5-11.7 us a call against 7.5-8.1 (the stream
+// form 5.3-5.9).
+__device__ void tellHost(const Done& done) {
   __syncthreads();
   if (threadIdx.x == 0) {
     if (done.system != 0) {
-      __threadfence_system();
-    }
-    unsigned int before;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(c->finished) : "memory");
-    if (before == gridDim.x - 1) {
-      atomicExch(c->finished, 0u);
-      if (done.system != 0) {
-        jmscclpp::storeReleaseSys(done.word, done.value);
-      } else {
-        jmscclpp::storeRelaxedSys(done.word, done.value);
-      }
+      jmscclpp::storeReleaseSys(done.word + blockIdx.x, done.value);
+    } else {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      jmscclpp::storeRelaxedSys(done.word + blockIdx.x, done.value);
     }
   }
 }
@@ -909,7 +905,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* co
     }
   }
   if (call.done.word != nullptr) {
-    tellHost(comm, call.done);
+    tellHost(call.done);
   }
 }
 
@@ -1120,7 +1116,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) pointToPoint(const Comm* 
     }
   }
   if (p2p.done.word != nullptr) {
-    tellHost(comm, p2p.done);
+    tellHost(p2p.done);
   }
 }
 #endif  // !JMSCCLPP_T
