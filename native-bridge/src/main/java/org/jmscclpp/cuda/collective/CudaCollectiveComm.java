@@ -638,14 +638,14 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     // completion
 
     /**
-     * The highest batch number that the first {@code words} done words all reached: the batch
-     * whose last kernel wrote a word per block is over once every block's word holds its number.
+     * The highest batch number that the first {@code count} done words of {@code words} all reached:
+     * a batch whose last kernel wrote a word per block is over once every block's word holds its
+     * number (or a later one); words past {@code count}, left by wider grids, do not count.
      */
-    private long doneUpTo(int words) {
-        MemorySegment w = doneWord.hostSegment();
+    static long doneUpTo(MemorySegment words, int count) {
         long done = Long.MAX_VALUE;
-        for (int k = words - 1; k >= 0; k--) {
-            done = Math.min(done, (long) WORD.getAcquire(w, 8L * k));
+        for (int k = count - 1; k >= 0; k--) {
+            done = Math.min(done, (long) WORD.getAcquire(words, 8L * k));
         }
         return done;
     }
@@ -691,7 +691,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 }
                 continue;
             }
-            long done = doneUpTo(head.words());
+            long done = doneUpTo(doneWord.hostSegment(), head.words());
             // read after done: a kernel sets its bit before the done word it writes after giving up
             long abortWord;
             try {
