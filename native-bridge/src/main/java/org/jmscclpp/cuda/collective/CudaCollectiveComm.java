@@ -214,7 +214,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceBuffer scratch;
     private final DeviceBuffer state;
     private final DeviceBuffer errorRecord;
-    private final DeviceBuffer doneWord;
+    private final DeviceBuffer doneWords;
     private final DeviceAbortFlag abortFlag;
     private final List<AutoCloseable> owned;
     /** Loaded kernels: the moving module's two, and "collective" of each (type, op) module; guarded by themselves. */
@@ -253,7 +253,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
 
     private CudaCollectiveComm(Communicator communicator, CollectiveOptions options, TuningTable tuning,
                                CudaBackend backend, Layout layout, CudaStream stream, DeviceBuffer scratch,
-                               DeviceBuffer state, DeviceBuffer errorRecord, DeviceBuffer doneWord,
+                               DeviceBuffer state, DeviceBuffer errorRecord, DeviceBuffer doneWords,
                                DeviceAbortFlag abortFlag, List<AutoCloseable> owned) {
         super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
         this.backend = backend;
@@ -262,7 +262,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.scratch = scratch;
         this.state = state;
         this.errorRecord = errorRecord;
-        this.doneWord = doneWord;
+        this.doneWords = doneWords;
         this.abortFlag = abortFlag;
         this.owned = owned;
         long comm = state.address() + STATE_COMM;
@@ -306,7 +306,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             DeviceBuffer scratch = own(owned, cuda.allocate(layout.bytes()));
             DeviceBuffer state = own(owned, cuda.allocate(STATE_BYTES));
             DeviceBuffer errorRecord = own(owned, cuda.allocateHostVisible(ERROR_WORDS * 8L));
-            DeviceBuffer doneWord = own(owned, cuda.allocateHostVisible(DONE_WORDS * 8L));
+            DeviceBuffer doneWords = own(owned, cuda.allocateHostVisible(DONE_WORDS * 8L));
             // set by the communicator's abort signal; every wait of the kernels looks at it
             DeviceAbortFlag abortFlag = own(owned, DeviceAbortFlag.create(communicator));
             stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
@@ -371,7 +371,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
-                    .putLong(layout.stagedBytes()).putLong(base + STATE_FAILED + 4).putLong(base + STATE_P2P_STATE)
+                    .putLong(layout.stagedBytes()).putLong(0).putLong(base + STATE_P2P_STATE)   // 0: Comm.unused
                     .putLong(abortFlag.address());
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
@@ -380,7 +380,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             cuda.copyFromHost(state, STATE_COMM, MemorySegment.ofArray(c.array()));
 
             CudaCollectiveComm comm = new CudaCollectiveComm(communicator, options, tuning, cuda, layout, stream,
-                    scratch, state, errorRecord, doneWord, abortFlag, owned);
+                    scratch, state, errorRecord, doneWords, abortFlag, owned);
             // the kernels every job needs, compiled before anyone's first call waits on a peer's compile
             comm.kernel(null, null, "collective");
             communicator.bootstrap().barrier(timeout).timeout(timeout.plusSeconds(5)).block();
@@ -455,9 +455,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             number = ++batchesIssued;
             // where a kernel is the batch's last work on the stream, each of its blocks writes the batch
             // number into a word of its own; else a stream write after it writes the first word
-            int blocks = enqueue(batch, stream, new Done(doneWord.address(), number, touchesHostMemory(batch)));
+            int blocks = enqueue(batch, stream, new Done(doneWords.address(), number, touchesHostMemory(batch)));
             if (blocks == 0) {
-                stream.writeValueAsync(doneWord.address(), number);
+                stream.writeValueAsync(doneWords.address(), number);
             }
             words = Math.max(1, blocks);
         }
@@ -691,7 +691,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 }
                 continue;
             }
-            long done = doneUpTo(doneWord.hostSegment(), head.words());
+            long done = doneUpTo(doneWords.hostSegment(), head.words());
             // read after done: a kernel sets its bit before the done word it writes after giving up
             long abortWord;
             try {
@@ -974,9 +974,17 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             wanted += blocksOf[k];
         }
         if (wanted > WAVE_BLOCKS) {
+            int grid = 0;
             for (int k = 0; k < blocksOf.length; k++) {
                 blocksOf[k] = Math.max(1, blocksOf[k] * WAVE_BLOCKS / wanted);
+                grid += blocksOf[k];
             }
+            wanted = grid;
+        }
+        // checked before anything is enqueued: each block of a telling wave writes a done word of its own
+        if (done.told() && wanted > DONE_WORDS) {
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "a wave of " + wanted + " blocks, more than"
+                    + " the " + DONE_WORDS + " done words").rank(rank).phase("send/recv").build();
         }
         int nextBlock = 0;
         for (int k = 0; k < ops.size(); k++) {
@@ -1014,10 +1022,6 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         }
         b.putLong(P2P_DONE_AT, done.word()).putLong(P2P_DONE_AT + 8, done.value())
                 .putInt(P2P_DONE_AT + 16, done.system() ? 1 : 0);
-        if (done.told() && nextBlock > DONE_WORDS) {
-            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "a wave of " + nextBlock + " blocks, more than"
-                    + " the " + DONE_WORDS + " done words").rank(rank).phase("send/recv").build();
-        }
         pointToPointArgs.set(1, b.array());
         launch(on, kernel, nextBlock, pointToPointArgs);
         return nextBlock;
