@@ -29,7 +29,7 @@ public final class EthernetBench {
     /** The usage line that {@code jmscclpp help} and a usage error print. */
     public static final String SYNOPSIS =
             "jmscclpp bench ethernet [--min 1K] [--max 64M] [--iters 1000] [--warmup 200] [--turns 5000] "
-            + "[--jit-warmup 20000] [--jit-settle 60]";
+            + "[--jit-warmup 20000] [--jit-settle 60] [--tcp-vs-tcp]";
 
     /** ETHERNET GB/s over raw TCP GB/s that the target asks for, from {@link #TARGET_FROM} bytes up. */
     static final double TARGET = 0.9;
@@ -113,14 +113,19 @@ public final class EthernetBench {
                 .findFirst().orElse(null);
         out.printf(Locale.ROOT, "ETHERNET (host backend) beside a raw TCP socket pair (java.nio, TCP_NODELAY), same "
                 + "transfers, same run; %s; per size: write + flush of the whole size, %d timed iterations after %d "
-                + "warm-up, fewer where a size would move more than %d MiB timed (at least %d), in %d rounds "
-                + "alternating the transports, the median round shown; GB = 1e9 B%n%n",
+                + "warm-up, fewer where a size would move more than %d MiB timed (at least %d), in blocks of "
+                + "at most %d, a block of each transport in turn (which goes first alternating), each after one "
+                + "untimed transfer; the median block shown; GB = 1e9 B%n%n",
                 warm == null ? "JIT warm-up not reported" : warm.iterations() == 0 ? "no JIT warm-up"
                         : String.format(Locale.ROOT, "first a JIT warm-up of %d untimed transfers of %s on each (at "
                         + "least %d, then on until %s): %s", warm.iterations(), ByteSizes.label(o.jitWarmupBytes()),
                         o.jitWarmup(), settleRule(o), warm.describe()),
                 o.iters(), o.warmup(), EthernetBenchRankSample.BUDGET >> 20, EthernetBenchRankSample.MIN_ITERS,
-                EthernetBenchRankSample.ROUNDS);
+                EthernetBenchRankSample.BLOCK);
+        if (o.tcpVsTcp()) {
+            out.printf("--tcp-vs-tcp: the ETHERNET column is raw TCP as well (a second transfer over the same socket"
+                    + " in ETHERNET's place): how far its ratio strays from 1 is this host's own noise%n%n");
+        }
         out.print(table(rows));
         out.println(targetLine(rows));
         out.println();

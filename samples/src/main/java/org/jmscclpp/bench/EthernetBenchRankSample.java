@@ -53,8 +53,12 @@ import picocli.CommandLine.Option;
  *       {@link Connection#write} of the whole size into rank 1's buffer plus
  *       {@link Connection#flush} (stamping the source before each, untimed, as {@code bench write}
  *       does), and the same iterations over the raw socket, rank 1 reading each transfer into a
- *       buffer beside it and acking it. The timed iterations run in {@link #ROUNDS} rounds that
- *       alternate the transports; each transport reports its median round. Then rank 0 tells rank 1
+ *       buffer beside it and acking it. The timed iterations run in blocks of at most
+ *       {@link #BLOCK}, a block of each transport in turn (which goes first alternating, so that a
+ *       noisy host's slow spells meet both), each block after one untimed transfer (which meets
+ *       what the other transport left running); each transport reports its median block. With
+ *       {@code --tcp-vs-tcp} raw TCP takes ETHERNET's blocks too, and how far that ratio strays
+ *       from 1 is the host's own noise. Then rank 0 tells rank 1
  *       over the bootstrap the last ETHERNET iteration and a checksum, and rank 1 checks its buffer
  *       and answers;</li>
  *   <li>ping-pong of one int: round trips of write 4 bytes + {@code signal} (an
@@ -81,7 +85,7 @@ public final class EthernetBenchRankSample implements Sample {
     /** Bytes each size moves in its timed iterations, at most, per transport (warm-up: a quarter of it). */
     static final long BUDGET = 512L << 20;
     static final int MIN_ITERS = 3;
-    /** Timed rounds per size, alternating the transports; each reports its median round. */
+    /** Timed rounds of the ping-pong, alternating its forms; each reports its median round. */
     static final int ROUNDS = 5;
     /**
      * Transfer size of the JIT warm-up that comes before every measurement: 64 KiB frames take
@@ -93,7 +97,8 @@ public final class EthernetBenchRankSample implements Sample {
     private static final int JIT_TAG = 0x454A;   // "EJ": bootstrap tag of the JIT warm-ups' steps
     private static final long SEED = 0x6A6D7363636C7070L;
 
-    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup, int jitSettle) {
+    record Options(long min, long max, int iters, int warmup, int turns, int jitWarmup, int jitSettle,
+                   boolean tcpVsTcp) {
         /** The sizes measured: min, 4 min, 16 min, ... up to max. */
         List<Long> sizes() {
             List<Long> out = new ArrayList<>();
@@ -116,6 +121,22 @@ public final class EthernetBenchRankSample implements Sample {
         long jitWarmupBytes() {
             return Math.min(JIT_WARMUP_BYTES, max);
         }
+    }
+
+    /**
+     * Timed transfers per block, at most. Five blocks per size (20 transfers with {@code --iters 100})
+     * let a slow spell of the 2-core CI machine decide a size's ratio (0.60–1.59 over runs of the
+     * same build); blocks of one
+     * transfer of each in turn let the ETHERNET receiver's polls, still running when the raw
+     * transfer began, slow raw TCP by about a third at 256 KiB there. Blocks of 10 with one untimed
+     * transfer before each gave 0.91–1.25 from 64 KiB in three runs, and raw TCP against itself
+     * 0.86–1.01.
+     */
+    static final int BLOCK = 10;
+
+    /** The blocks (rounds) of {@code iters} timed transfers per transport. */
+    static int blocksOf(int iters) {
+        return Math.max(1, Math.min(iters, (iters + BLOCK - 1) / BLOCK));
     }
 
     static int itersFor(long size, int iters) {
@@ -174,7 +195,9 @@ public final class EthernetBenchRankSample implements Sample {
                         // holds what rank 1 checks
                         try (DeviceBuffer rawLanding = backend.allocate(o.max())) {
                             for (long size : o.sizes()) {
-                                int transfers = warmupFor(size, o.warmup()) + itersFor(size, o.iters());
+                                int iters = itersFor(size, o.iters());
+                                int transfers = warmupFor(size, o.warmup())
+                                        + (iters + blocksOf(iters)) * (o.tcpVsTcp() ? 2 : 1);
                                 for (int i = 0; i < transfers; i++) {
                                     raw.receive(rawLanding.hostSegment());
                                 }
@@ -227,10 +250,9 @@ public final class EthernetBenchRankSample implements Sample {
     }
 
     /**
-     * Rank 0's part for one size: the warm-up iterations on each transport, then {@link #ROUNDS}
-     * rounds that alternate ETHERNET and raw TCP (so both see the same moments of a noisy host),
-     * then rank 1's check of the last ETHERNET iteration; returns its ETH line with each
-     * transport's median round.
+     * Rank 0's part for one size: the warm-up iterations on each transport, then the timed ones in
+     * rounds of one block of each transport ({@link #blocksOf}), then rank 1's check of the last
+     * ETHERNET iteration; returns its ETH line with each transport's median block.
      */
     private static String measure(TcpBootstrap bs, Connection connection, RegisteredMemory remote,
                                   RegisteredMemory local, RawTcpLink raw, long size, Options o) throws IOException {
@@ -244,25 +266,42 @@ public final class EthernetBenchRankSample implements Sample {
         for (int i = 0; i < warmup; i++) {
             rawTransfer(raw, src, size, i);
         }
-        int rounds = Math.min(ROUNDS, iters);
+        long claimed = 0;
+        int rounds = blocksOf(iters);
         double[] ethGbps = new double[rounds];
         double[] tcpGbps = new double[rounds];
-        long claimed = 0;
         for (int r = 0, tcp = warmup; r < rounds; r++) {
             int n = iters / rounds + (r < iters % rounds ? 1 : 0);
-            long nanos = 0;
-            for (int i = 0; i < n; i++, eth++) {
-                nanos += ethernetTransfer(connection, remote, local, size, eth);
+            long ethNanos = 0;
+            long tcpNanos = 0;
+            // a block of each transport, which goes first alternating; each block's first transfer is
+            // untimed: it meets what the other transport's block left behind (its threads still polling
+            // for a moment after their last frame, which on a host of 2 cores slows whatever runs next)
+            for (int half = 0; half < 2; half++) {
+                boolean ethHalf = (half == 0) == (r % 2 == 0);
+                boolean ethernet = ethHalf && !o.tcpVsTcp();
+                long nanos = 0;
+                for (int i = -1; i < n; i++) {
+                    long t = ethernet ? ethernetTransfer(connection, remote, local, size, eth++)
+                            : rawTransfer(raw, src, size, tcp++);
+                    nanos += i >= 0 ? t : 0;
+                }
+                if (ethHalf) {
+                    ethNanos = nanos;
+                } else {
+                    tcpNanos = nanos;
+                }
+                if (ethernet && r == rounds - 1) {
+                    // rank 1 checks the last ETHERNET transfer: the source holds it until raw TCP stamps it
+                    claimed = WriteBenchRankSample.checksum(src, size);
+                }
             }
-            ethGbps[r] = (double) size * n / nanos;
-            // the flushes above mean rank 1 holds the last iteration's bytes; raw TCP stamps the
-            // source again, so take the checksum now
+            ethGbps[r] = (double) size * n / ethNanos;
+            tcpGbps[r] = (double) size * n / tcpNanos;
+        }
+        if (o.tcpVsTcp()) {
+            ethernetTransfer(connection, remote, local, size, eth++);   // one, untimed, for rank 1 to check
             claimed = WriteBenchRankSample.checksum(src, size);
-            nanos = 0;
-            for (int i = 0; i < n; i++, tcp++) {
-                nanos += rawTransfer(raw, src, size, tcp);
-            }
-            tcpGbps[r] = (double) size * n / nanos;
         }
         byte[] claim = ByteBuffer.allocate(3 * Long.BYTES).putLong(size).putLong(eth - 1).putLong(claimed).array();
         Blocking.done(bs.send(1, TAG, claim, OP_TIMEOUT), OP_TIMEOUT, 0, "send the check of " + size + " B");
@@ -410,6 +449,10 @@ public final class EthernetBenchRankSample implements Sample {
                         + " ms, up to S seconds of warm-up in all; the same for the ping-pong's --turns untimed turns "
                         + "(default: 60; 0: no more)")
         int jitSettle = 60;
+        @Option(names = "--tcp-vs-tcp", description = "time raw TCP in ETHERNET's place too (a second transfer over "
+                + "the same socket): the ratio's spread is then this host's own noise, the floor under the ETHERNET "
+                + "ratio's")
+        boolean tcpVsTcp;
 
         @Override
         public void check() {
@@ -427,7 +470,7 @@ public final class EthernetBenchRankSample implements Sample {
 
     static Options parse(List<String> args) {
         Args a = SampleArgs.parse(new Args(), args);
-        return new Options(a.min, a.max, a.iters, a.warmup, a.turns, a.jitWarmup, a.jitSettle);
+        return new Options(a.min, a.max, a.iters, a.warmup, a.turns, a.jitWarmup, a.jitSettle, a.tcpVsTcp);
     }
 
     @Override
@@ -436,9 +479,13 @@ public final class EthernetBenchRankSample implements Sample {
     }
 
     static List<String> args(Options o) {
-        return List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
+        List<String> args = new ArrayList<>(List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
                 Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
                 Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()), "--jit-settle",
-                Integer.toString(o.jitSettle()));
+                Integer.toString(o.jitSettle())));
+        if (o.tcpVsTcp()) {
+            args.add("--tcp-vs-tcp");
+        }
+        return args;
     }
 }

@@ -52,6 +52,22 @@ class EthernetBenchTest {
         assertEquals(header + 13, lines.size(), r.out());
     }
 
+    /** Raw TCP in both columns: still checked (one untimed ETHERNET transfer per size), and said so. */
+    @Test
+    @Timeout(180)
+    void tcpVsTcpTimesRawTcpInBothColumns() {
+        MainRun r = MainRun.of("bench", "ethernet", "--min", "4K", "--max", "16K", "--iters", "4", "--warmup", "1",
+                "--turns", "20", "--jit-warmup", "50", "--jit-settle", "0", "--tcp-vs-tcp");
+        assertEquals(ExitCodes.OK, r.code(), () -> r.out() + "\n" + r.err());
+        assertTrue(r.out().contains("--tcp-vs-tcp: the ETHERNET column is raw TCP as well"), r.out());
+        assertEquals(2, r.out().lines().filter(l -> l.matches("\\|\\s+(4|16) KiB \\|\\s+4 \\|.*")).count(), r.out());
+        assertTrue(!r.out().contains("check failed"), r.out());
+        assertEquals(List.of("--min", "1", "--max", "2", "--iters", "3", "--warmup", "4", "--turns", "5", "--jit-warmup",
+                "6", "--jit-settle", "7", "--tcp-vs-tcp"), EthernetBenchRankSample.args(
+                new EthernetBenchRankSample.Options(1, 2, 3, 4, 5, 6, 7, true)));
+        assertTrue(EthernetBenchRankSample.parse(List.of("--tcp-vs-tcp")).tcpVsTcp());
+    }
+
     @Test
     void usageErrorsStartNothing() {
         assertEquals(ExitCodes.USAGE, MainRun.of("bench", "ethernet", "--min", "4").code());
@@ -74,7 +90,7 @@ class EthernetBenchTest {
     @Test
     void defaultsAndSizes() {
         EthernetBenchRankSample.Options o = EthernetBenchRankSample.parse(List.of());
-        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 1000, 200, 5000, 20_000, 60), o);
+        assertEquals(new EthernetBenchRankSample.Options(1 << 10, 64 << 20, 1000, 200, 5000, 20_000, 60, false), o);
         assertEquals(List.of(1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20,
                 64L << 20), o.sizes());
         assertEquals(5000, o.warmupTurns());
