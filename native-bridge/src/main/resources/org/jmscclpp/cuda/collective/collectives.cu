@@ -413,6 +413,15 @@ __forceinline__ __device__ void gridCopy(char* dst, const char* src, u64 bytes) 
   }
 }
 
+// Part r of `parts` (by default one per rank) of [0, n), counted in units of which `perVec` make a
+// 16-byte vector (elements, or bytes): whole vectors split evenly, the last part also what follows
+// the last whole vector. The same on every rank, whatever its alignment.
+__forceinline__ __device__ void part(u64 n, u64 perVec, int r, u64& begin, u64& end, int parts = N) {
+  u64 vectors = n / perVec;
+  begin = vectors * r / parts * perVec;
+  end = r == parts - 1 ? n : vectors * (r + 1) / parts * perVec;
+}
+
 #if defined(JMSCCLPP_T)
 // ---------------------------------------------------------------------------------------------
 // reductions
@@ -530,16 +539,6 @@ __device__ void reduceRange(const char* const* srcs, char* const* dsts, int nDst
       storeElementBytes(dsts[d], e, out);
     }
   }
-}
-
-// Share r of `parts` (by default one per rank) of elements [0, count): whole 16-byte vectors split
-// evenly, the last share also the elements after the last whole vector. The same on every rank,
-// whatever its alignment.
-__forceinline__ __device__ void share(u64 count, int r, u64& begin, u64& end, int parts = N) {
-  constexpr u64 perVec = 16 / W;
-  u64 vectors = count / perVec;
-  begin = vectors * r / parts * perVec;
-  end = r == parts - 1 ? count : vectors * (r + 1) / parts * perVec;
 }
 
 // LL: sum the packets of every rank (this rank's own payload from `own`) into `out`.
@@ -724,14 +723,6 @@ __device__ bool uses(const Call& call, int rank, int q, int which) {
 }
 
 #if !defined(JMSCCLPP_T)
-// Slice q of `parts` (by default one per rank) of `bytes`: whole 16-byte vectors split evenly, the
-// last slice also the tail.
-__forceinline__ __device__ void byteSlice(u64 bytes, int q, u64& begin, u64& end, int parts = N) {
-  u64 vectors = bytes / 16;
-  begin = vectors * q / parts * 16;
-  end = q == parts - 1 ? bytes : vectors * (q + 1) / parts * 16;
-}
-
 // Broadcast in one pass with every byte leaving the root once. Two ranks: the root stores its data
 // into the peer's buffer and its own. More: non-root v (of N - 1) reads slice v of the root's data
 // and stores each word into its own buffer and every other non-root's, so that the root's links
@@ -757,7 +748,7 @@ __device__ void broadcastFromRoot(const Comm* c, const Call& call, char* const* 
     return;
   }
   u64 begin, end;
-  byteSlice(bytes, nonRootIndex(rank, root), begin, end, N - 1);
+  part(bytes, 16, nonRootIndex(rank, root), begin, end, N - 1);
   char* dsts[kMaxRanks];
   int nDst = 0;
   for (int s = 1; s < N; s++) {
@@ -805,7 +796,7 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
 #if defined(JMSCCLPP_T)
     case kAllReduce: {
       u64 begin, end;
-      share(call.count, rank, begin, end);
+      part(call.count, 16 / W, rank, begin, end);
       reduceRange<N>(src, dst, N, begin, end, gtid(), gthreads(), N);
       break;
     }
@@ -826,9 +817,9 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
       if (N == 2 || rank != call.root) {
         u64 begin, end;
         if (N == 2) {
-          share(call.count, rank, begin, end);
+          part(call.count, 16 / W, rank, begin, end);
         } else {
-          share(call.count, nonRootIndex(rank, call.root), begin, end, N - 1);
+          part(call.count, 16 / W, nonRootIndex(rank, call.root), begin, end, N - 1);
         }
         char* out[1] = {dst[call.root]};
         reduceRange<N>(src, out, 1, begin, end, gtid(), gthreads(), N);
