@@ -126,11 +126,10 @@ public final class EthernetBenchRankSample implements Sample {
     /**
      * Timed transfers per block, at most. Five blocks per size (20 transfers with {@code --iters 100})
      * let a slow spell of the 2-core CI machine decide a size's ratio (0.60–1.59 over runs of the
-     * same build); blocks of one
-     * transfer of each in turn let the ETHERNET receiver's polls, still running when the raw
-     * transfer began, slow raw TCP by about a third at 256 KiB there. Blocks of 10 with one untimed
-     * transfer before each gave 0.91–1.25 from 64 KiB in three runs, and raw TCP against itself
-     * 0.86–1.01.
+     * same build); blocks of one transfer of each in turn let the ETHERNET receiver's polls, still
+     * running when the raw transfer began, slow raw TCP by about a third at 256 KiB there. Blocks of
+     * 10 after an untimed transfer measure each transport undisturbed by the other: there, raw TCP
+     * against itself stays within 0.97–1.03 of 1, so what spread remains is ETHERNET's own.
      */
     static final int BLOCK = 10;
 
@@ -479,8 +478,8 @@ public final class EthernetBenchRankSample implements Sample {
     }
 
     static List<String> args(Options o) {
-        List<String> args = new ArrayList<>(List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()), "--iters",
-                Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
+        List<String> args = new ArrayList<>(List.of("--min", Long.toString(o.min()), "--max", Long.toString(o.max()),
+                "--iters", Integer.toString(o.iters()), "--warmup", Integer.toString(o.warmup()), "--turns",
                 Integer.toString(o.turns()), "--jit-warmup", Integer.toString(o.jitWarmup()), "--jit-settle",
                 Integer.toString(o.jitSettle())));
         if (o.tcpVsTcp()) {
