@@ -62,8 +62,8 @@ class EthernetBenchTest {
         assertTrue(r.out().contains("--tcp-vs-tcp: the ETHERNET column is raw TCP as well"), r.out());
         assertEquals(2, r.out().lines().filter(l -> l.matches("\\|\\s+(4|16) KiB \\|\\s+4 \\|.*")).count(), r.out());
         assertTrue(!r.out().contains("check failed"), r.out());
-        assertEquals(List.of("--min", "1", "--max", "2", "--iters", "3", "--warmup", "4", "--turns", "5", "--jit-warmup",
-                "6", "--jit-settle", "7", "--tcp-vs-tcp"), EthernetBenchRankSample.args(
+        assertEquals(List.of("--min", "1", "--max", "2", "--iters", "3", "--warmup", "4", "--turns", "5",
+                "--jit-warmup", "6", "--jit-settle", "7", "--tcp-vs-tcp"), EthernetBenchRankSample.args(
                 new EthernetBenchRankSample.Options(1, 2, 3, 4, 5, 6, 7, true)));
         assertTrue(EthernetBenchRankSample.parse(List.of("--tcp-vs-tcp")).tcpVsTcp());
     }
