@@ -154,7 +154,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT);
 
     // the Comm structure of the kernel file
-    private static final int COMM_BYTES = 216;
+    private static final int COMM_BYTES = 208;
     /** The bit a kernel ORs into the abort word once one of its waits gave up (collectives.cu's kAbortSeen). */
     private static final long ABORT_SEEN = 1L << 8;
     /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
@@ -371,7 +371,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
-                    .putLong(layout.stagedBytes()).putLong(0).putLong(base + STATE_P2P_STATE)   // 0: Comm.unused
+                    .putLong(layout.stagedBytes()).putLong(base + STATE_P2P_STATE)
                     .putLong(abortFlag.address());
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()

@@ -109,13 +109,10 @@ struct Comm {
   u64 offIn;                                     // 168 the staged IN area
   u64 offOut;                                    // 176 the staged OUT area
   u64 stagedBytes;                               // 184 bytes of each staged area
-  u32* unused;                                   // 192 0, read by no kernel since the blocks tell the host by a word
-                                                 //     each (the count they kept before); the layout stays the
-                                                 //     one measured on the GPUs
-  u64* p2pState;                                 // 200 [2][kMaxRanks][4]: block 0's findings for the other blocks
-  u64* abort;                                    // 208 pinned, host-mapped: the abort word (DeviceAbortFlag)
+  u64* p2pState;                                 // 192 [2][kMaxRanks][4]: block 0's findings for the other blocks
+  u64* abort;                                    // 200 pinned, host-mapped: the abort word (DeviceAbortFlag)
 };
-static_assert(sizeof(Comm) == 216, "CudaCollectiveComm.COMM_BYTES");
+static_assert(sizeof(Comm) == 208, "CudaCollectiveComm.COMM_BYTES");
 
 // How a kernel tells the host that the call it ends is over (tellHost), passed by value.
 struct Done {
