@@ -112,6 +112,17 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int WAVE_BLOCKS = 256;
     /** From this size of a piece up, a sender stores into a registered receive buffer (collectives.cu's kPushMinBytes). */
     static final long PUSH_MIN_BYTES = 1L << 20;
+    /**
+     * Up to this size a message travels inline (collectives.cu's kP2pInlineBytes): the sender's kernel
+     * writes it as LL16 packets into its area of the receiver's scratch, read from the caller's buffer
+     * (no staging copy, no registration), and is done once the receiver's descriptor agrees: one
+     * crossing of NVLink for each end. On 2 x H100 (sendrecv, CUDA-graph timing, NCCL in the same
+     * run) up to 256 KiB at 4 KiB a block took 0.69-0.99 of NCCL's time from 1 to 256 KiB, up to 64 KiB
+     * or at 8 KiB a block more (docs/collectives.md).
+     */
+    static final long INLINE_MAX_BYTES = 256L << 10;
+    /** Bytes of an inline message per block on each end (4 KiB: 1 block at 4 KiB, 64 at 256 KiB). */
+    static final long INLINE_BLOCK_BYTES = 4L << 10;
     static final int RUN_WORDS = 128;
     /** Bytes of payload one rank sends one peer in an ll16 call, at most. */
     static final long LL_MAX_BYTES = 1L << 20;
@@ -154,7 +165,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT);
 
     // the Comm structure of the kernel file
-    private static final int COMM_BYTES = 208;
+    private static final int COMM_BYTES = 200;
     /** The bit a kernel ORs into the abort word once one of its waits gave up (collectives.cu's kAbortSeen). */
     private static final long ABORT_SEEN = 1L << 8;
     /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
@@ -173,8 +184,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private static final long STATE_FAILED = STATE_RUNS + RUN_WORDS * 8L;
     private static final long STATE_P2P_COUNT = STATE_FAILED + 8;
     private static final long STATE_P2P_DONE = STATE_P2P_COUNT + 2L * MAX_RANKS * 8;
-    private static final long STATE_P2P_STATE = STATE_P2P_DONE + 2L * MAX_RANKS * 4;
-    private static final long STATE_REGISTRATIONS = STATE_P2P_STATE + 2L * MAX_RANKS * 4 * 8;
+    private static final long STATE_REGISTRATIONS = STATE_P2P_DONE + 2L * MAX_RANKS * 4;
     private static final long STATE_SEMAPHORES = STATE_REGISTRATIONS + (long) MAX_REGISTRATIONS * (MAX_RANKS - 1) * 8;
     private static final long STATE_COMM = STATE_SEMAPHORES
             + (long) MAX_BLOCKS * (MAX_RANKS - 1) * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES;
@@ -188,7 +198,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     record Layout(int n, long llSlotBytes, long stagedBytes) {
         static final long DESC = 0;
         static final long P2P_DESC = DESC + 2L * MAX_RANKS * 64;
-        static final long P2P_REPLY = P2P_DESC + MAX_RANKS * 80L;
+        static final long P2P_REPLY = P2P_DESC + 2L * MAX_RANKS * 80;
         static final long LL = 4096;
 
         long in() {
@@ -199,8 +209,13 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             return in() + stagedBytes;
         }
 
-        long bytes() {
+        /** The inline areas: two of {@code 2 * INLINE_MAX_BYTES} (the packets) per sending rank, by message parity. */
+        long inline() {
             return out() + stagedBytes;
+        }
+
+        long bytes() {
+            return inline() + n * 2 * 2 * INLINE_MAX_BYTES;
         }
 
         private static long align(long x) {
@@ -371,7 +386,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(base + STATE_P2P_DONE).putInt(rank).putInt(n).putLong(Layout.DESC)
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
-                    .putLong(layout.stagedBytes()).putLong(base + STATE_P2P_STATE)
+                    .putLong(layout.stagedBytes())
                     .putLong(abortFlag.address());
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
@@ -961,7 +976,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         ByteBuffer b = ByteBuffer.allocate(P2P_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(ops.size()).putInt(0);
         // blocks: as many as copying the piece wants on an end that may copy (a send always may; a receive
-        // only into an unregistered buffer, else the sender stores and one block waits), at most
+        // only into an unregistered buffer, else the sender stores and one block waits), 4 KiB a block
+        // for an inline message and 64 KiB otherwise, at most
         // WAVE_BLOCKS in all; the ends need not agree, each counts its own
         int[] blocksOf = new int[ops.size()];
         int wanted = 0;
@@ -970,7 +986,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             long total = p.call().countBytes();
             long bytes = Math.min(slot, total - Math.min(total, piece * slot));
             boolean copies = p.call().kind() == CollectiveKind.SEND || !p.descriptor().direct() || bytes < PUSH_MIN_BYTES;
-            blocksOf[k] = copies ? (int) Math.clamp((bytes + (64L << 10) - 1) / (64L << 10), 1, 64) : 1;
+            long per = total <= INLINE_MAX_BYTES ? INLINE_BLOCK_BYTES : 64L << 10;
+            blocksOf[k] = copies ? (int) Math.clamp((bytes + per - 1) / per, 1, 64) : 1;
             wanted += blocksOf[k];
         }
         if (wanted > WAVE_BLOCKS) {
@@ -998,7 +1015,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             long buffer;
             if (isSend) {
                 long src = Objects.requireNonNull(call.send()).address() + from;
-                if (p.descriptor().direct()) {
+                if (total <= INLINE_MAX_BYTES) {
+                    // the kernel reads the caller's buffer itself and sends it as packets
+                    words[0] |= (long) CallDescriptor.INLINE << 32;
+                    words[2] = 0;
+                    buffer = src;
+                } else if (p.descriptor().direct()) {
                     words[2] = p.descriptor().sendLocation() + from;
                     buffer = src;
                 } else {

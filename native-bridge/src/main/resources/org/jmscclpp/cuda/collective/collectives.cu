@@ -102,17 +102,17 @@ struct Comm {
   int rank;                                      // 120
   int nRanks;                                    // 124
   u64 offDesc;                                   // 128 [2][kMaxRanks] descriptors, 4 packets each
-  u64 offP2pDesc;                                // 136 [kMaxRanks] boxes of senders: descriptor, done (5 packets)
-  u64 offP2pReply;                               // 144 [kMaxRanks] boxes of receivers: descriptor, done (5 packets)
+  u64 offP2pDesc;                                // 136 [2][kMaxRanks] boxes of senders: descriptor, done (5 packets)
+  u64 offP2pReply;                               // 144 [2][kMaxRanks] boxes of receivers: descriptor, done (5 packets)
   u64 offLL;                                     // 152 [2][nRanks] slots of llSlotBytes
   u64 llSlotBytes;                               // 160
   u64 offIn;                                     // 168 the staged IN area
   u64 offOut;                                    // 176 the staged OUT area
-  u64 stagedBytes;                               // 184 bytes of each staged area
-  u64* p2pState;                                 // 192 [2][kMaxRanks][4]: block 0's findings for the other blocks
-  u64* abort;                                    // 200 pinned, host-mapped: the abort word (DeviceAbortFlag)
+  u64 stagedBytes;                               // 184 bytes of each staged area; after OUT lie the inline
+                                                 //     areas: [nRanks][2] of kP2pInlineSlot
+  u64* abort;                                    // 192 pinned, host-mapped: the abort word (DeviceAbortFlag)
 };
-static_assert(sizeof(Comm) == 208, "CudaCollectiveComm.COMM_BYTES");
+static_assert(sizeof(Comm) == 200, "CudaCollectiveComm.COMM_BYTES");
 
 // How a kernel tells the host that the call it ends is over (tellHost), passed by value.
 struct Done {
@@ -902,20 +902,29 @@ extern "C" __global__ void __launch_bounds__(kThreads) collective(const Comm* co
 // point to point
 //
 // One wave of a group's sends and receives: at most one send to and one receive from each rank,
-// each with as many blocks as the host gave it (the same number on both ends: a function of the
-// size). Each end writes its descriptor into the other's box (the sender's word 2 locates its data:
-// a registration, or 0 for its staged area, where the host copied it; the receiver's word 3 its
-// receive buffer: a registration, or 0), and every block of both ends reads the other's, so both
-// ends reach the same verdict: a mismatch fails both ranks, and the transfer is
+// each with as many blocks as the host gave it (each end counts its own). Both ends write their
+// descriptors into each other's box at once (the sender's word 2 locates its data: a registration,
+// or 0 for its staged area, where the host copied it; the receiver's word 3 its receive buffer: a
+// registration, or 0), and every block of both ends reads the other's, so both ends reach the same
+// verdict: a mismatch fails both ranks, and the transfer is
+//   inline, when the sender's descriptor says so (word 0, kInlineFlag: a message of at most
+//        kP2pInlineBytes): the sender's blocks write the data, read from the caller's buffer, as LL16
+//        packets into its inline area of the receiver's scratch as the descriptors cross, and the
+//        sender is done once the receiver's descriptor agrees: one crossing of NVLink for each end,
+//        no remote read, no registration, no staging; the receiver's blocks copy the packets into the
+//        receive buffer;
 //   push, when the receive buffer is registered (and the piece is 1 MiB or more; both ends see its
 //        size): the sender's blocks store into it over NVLink and
 //        the sender's last block to finish writes "done" into the receiver's box;
 //   pull, otherwise: the receiver's blocks copy from the sender's data and the receiver's last block
 //        writes "done" into the sender's box.
-// The end that waits for "done" waits in its block 0; the kernel of either end ends only when the
-// transfer is over, so a send buffer is free and a receive buffer full when it ends. Flags are the
-// message numbers of the pair (p2pCount, device memory: graph replays stay in step), updated by
-// each end's last block to finish, after every block of it read them.
+// Boxes and inline areas come in two halves, by the parity of the message number: an end writes a
+// half again two messages later, after it read the other end's descriptor of the message between,
+// which the other end wrote only when it was done with this one. The end that waits for "done"
+// waits in its block 0; the kernel of either end ends only when its part is over, so a send buffer
+// is free and a receive buffer full when it ends. Flags are the message numbers of the pair
+// (p2pCount, device memory: graph replays stay in step), updated by each end's last block to
+// finish, after every block of it read them.
 
 struct P2pOp {
   u64 desc[4];     //  0 this rank's descriptor (SEND or RECV)
@@ -940,10 +949,20 @@ constexpr u32 kVerdictAborted = 4;
 
 constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
 constexpr u64 kPushMinBytes = 1ull << 20;
+constexpr u64 kInlineFlag = 2ull << 32;  // in word 0 (CallDescriptor.INLINE): the data comes as packets
+constexpr u64 kP2pInlineBytes = 256ull << 10;  // CudaCollectiveComm.INLINE_MAX_BYTES
+constexpr u64 kP2pInlineSlot = kP2pInlineBytes * 2;  // its packets
 
-// The box rank `from` writes into: its descriptor and, for the end that waits, "done".
-__device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from) {
-  return scratch + (fromSender ? c->offP2pDesc : c->offP2pReply) + static_cast<u64>(from) * kP2pBoxPackets * 16;
+// The inline area the sender `from` writes the packets of its messages of parity `half` into.
+__device__ char* p2pInline(char* scratch, const Comm* c, int from, u64 half) {
+  return scratch + c->offOut + c->stagedBytes + (static_cast<u64>(from) * 2 + half) * kP2pInlineSlot;
+}
+
+// The box rank `from` writes into for its messages of parity `half`: its descriptor and, for the end
+// that waits, "done".
+__device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from, u64 half) {
+  return scratch + (fromSender ? c->offP2pDesc : c->offP2pReply) +
+         (half * kMaxRanks + static_cast<u64>(from)) * kP2pBoxPackets * 16;
 }
 
 // Where a located registration of peer index i is mapped here, or null.
@@ -963,105 +982,114 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   const int slot = (sender ? 0 : kMaxRanks) + op.peer;
   u64* count = &c->p2pCount[slot];
   u32* finished = &c->p2pDone[slot];
-  u64* shared = c->p2pState + 4 * slot;  // block 0's findings for the others: number, remote, verdict, push
   const u64 number = *count + 1;
   const u32 flag = static_cast<u32>(number % kFlagPeriod) + 1;
-  LL16Packet* mine = packets(p2pBox(c->scratch, c, !sender, op.peer));
+  const u64 half = number & 1;
+  LL16Packet* mine = packets(p2pBox(c->scratch, c, !sender, op.peer, half));
   __shared__ u64 theirs[4];
   __shared__ u32 verdict;   // 0 ok, 1 mismatch, 2 unknown registration
   __shared__ int push;
+  __shared__ int inlined;   // the data travels as packets (the sender's descriptor says so)
   __shared__ char* remote;  // push: the receive buffer (sender's view); pull: the data (receiver's view)
+  const u64 nPackets = (op.bytes + 7) / 8;
+  const u64 tid = static_cast<u64>(block) * blockDim.x + threadIdx.x;
+  const u64 nThreads = static_cast<u64>(op.blocks) * blockDim.x;
+  if (sender && (op.desc[0] & kInlineFlag) != 0 && op.bytes <= kP2pInlineBytes) {
+    // the data as packets, before anything is known of the receiver: its descriptor and the verdict
+    // come after, and a receiver that disagrees never reads them
+    LL16Packet* to = packets(p2pInline(c->peerScratch[i], c, rank, half));
+    const bool a8 = aligned(op.buffer, 8);
+    for (u64 j = tid; j < nPackets; j += nThreads) {
+      to[j].write(loadPayload(op.buffer, op.bytes, j, a8), flag);
+    }
+  }
   if (threadIdx.x == 0) {
+    // Block 0 writes this end's descriptor; every block reads the other end's and reaches the same
+    // findings, so no block waits for another. Both ends write their descriptors at once, into the
+    // half of the message's parity: an end writes a half again two messages later, after it read the
+    // other end's descriptor of the message between, which that end wrote only after it was done
+    // with this one (its box, its inline area) -- so no box or area is written before it was read.
     if (block == 0) {
-      // Only block 0 reads the other end's box, and in this order: the sender writes its descriptor
-      // and then reads the receiver's; the receiver reads the sender's and only then writes its own.
-      // So neither end can start its next message (writing its box again) before this one's
-      // descriptor was read.
-      LL16Packet* to = packets(p2pBox(c->peerScratch[i], c, sender, rank));
-      if (sender) {
-        for (int k = 0; k < 4; k++) {
-          to[k].write(op.desc[k], flag);
-        }
-      }
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+      LL16Packet* to = packets(p2pBox(c->peerScratch[i], c, sender, rank, half));
       for (int k = 0; k < 4; k++) {
-        uint2 v = mine[k].read(flag, deadline);
-        theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+        to[k].write(op.desc[k], flag);
       }
-      if (deadline.failed()) {
-        stopOnAbort(c);
-      } else if (!sender) {
-        for (int k = 0; k < 4; k++) {
-          to[k].write(op.desc[k], flag);
-        }
-      }
-      const u64* sendDesc = sender ? op.desc : theirs;
-      const u64* recvDesc = sender ? theirs : op.desc;
-      const int from = sender ? rank : op.peer;
-      const int dest = sender ? op.peer : rank;
-      u64 sw = sendDesc[0];
-      u64 rw = recvDesc[0];
-      // SEND (7) from `from` to `dest` against RECV (8) of `dest` from `from`: same type, count, algorithm
-      bool same = (sw & 0xFF) == 7 && (rw & 0xFF) == 8 && ((sw >> 8) & 0xFF) == ((rw >> 8) & 0xFF) &&
-                  ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
-                  (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
-      verdict = deadline.failed() ? kVerdictAborted : same ? 0 : 1;
-      // a registered receive buffer is stored into from kPushMinBytes up; below, the one hop fewer of a
-      // copy by the receiver wins (measured on 2 x H200: 1 KiB 6.8 µs pulled, 8.6 pushed)
-      push = (recvDesc[3] >> 63) != 0 && op.bytes >= kPushMinBytes;
-      remote = nullptr;
-      if (verdict == 0 && op.bytes > 0 && push == sender) {
-        remote = push ? registered(c, i, recvDesc[3])
-                      : (sendDesc[2] >> 63) == 0
-                            ? c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N)
-                            : registered(c, i, sendDesc[2]);
-        if (remote == nullptr) {
-          verdict = 2;
-        }
-      }
-      shared[1] = reinterpret_cast<u64>(remote);
-      shared[2] = verdict;
-      shared[3] = static_cast<u64>(push);
-      __threadfence();
-      atomicExch(reinterpret_cast<unsigned long long*>(shared), number);
-    } else {
-      // block 0 of this launch started before this one: wait for what it found
-      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-      bool found = true;
-      while (atomicAdd(reinterpret_cast<unsigned long long*>(shared), 0ull) != number) {
-        if (deadline.expired()) {
-          if (!deadline.aborted) {
-            JMSCCLPP_GIVE_UP(deadline, jmscclpp::AbortTimeout,
-                             "point to point: block 0 did not read the other end's descriptor in time");
-          }
-          found = false;
-          break;
-        }
-      }
-      __threadfence();
-      if (found) {
-        remote = reinterpret_cast<char*>(shared[1]);
-        verdict = static_cast<u32>(shared[2]);
-        push = static_cast<int>(shared[3]);
-      } else {
-        stopOnAbort(c);
-        remote = nullptr;
-        verdict = kVerdictAborted;
-        push = 0;
+    }
+    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+    for (int k = 0; k < 4; k++) {
+      uint2 v = mine[k].read(flag, deadline);
+      theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+    }
+    if (deadline.failed()) {
+      stopOnAbort(c);
+    }
+    const u64* sendDesc = sender ? op.desc : theirs;
+    const u64* recvDesc = sender ? theirs : op.desc;
+    const int from = sender ? rank : op.peer;
+    const int dest = sender ? op.peer : rank;
+    u64 sw = sendDesc[0];
+    u64 rw = recvDesc[0];
+    // SEND (7) from `from` to `dest` against RECV (8) of `dest` from `from`: same type, count, algorithm
+    bool same = (sw & 0xFF) == 7 && (rw & 0xFF) == 8 && ((sw >> 8) & 0xFF) == ((rw >> 8) & 0xFF) &&
+                ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
+                (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
+    verdict = deadline.failed() ? kVerdictAborted : same ? 0 : 1;
+    // the ends decide alike only when their descriptors agree (the same count: the same bytes); when
+    // they do not, the receiver is the mover, which moves nothing and tells the sender so
+    inlined = verdict == 0 && (sw & kInlineFlag) != 0 && op.bytes <= kP2pInlineBytes;
+    // a registered receive buffer is stored into from kPushMinBytes up; below, the one hop fewer of a
+    // copy by the receiver wins (measured on 2 x H200: 1 KiB 6.8 µs pulled, 8.6 pushed)
+    push = verdict == 0 && !inlined && (recvDesc[3] >> 63) != 0 && op.bytes >= kPushMinBytes;
+    remote = nullptr;
+    if (inlined) {
+      remote = p2pInline(c->scratch, c, op.peer, half);   // the receiver's own scratch; unused by the sender
+    } else if (verdict == 0 && op.bytes > 0 && push == sender) {
+      remote = push ? registered(c, i, recvDesc[3])
+                    : (sendDesc[2] >> 63) == 0
+                          ? c->peerScratch[i] + c->offIn + static_cast<u64>(rank) * (c->stagedBytes / N)
+                          : registered(c, i, sendDesc[2]);
+      if (remote == nullptr) {
+        verdict = 2;
       }
     }
   }
   __syncthreads();
   const bool mover = push ? sender : !sender;
   if (verdict == 0 && mover && op.bytes > 0) {
-    char* dsts[1] = {sender ? remote : op.buffer};
-    multiCopy(dsts, 1, sender ? op.buffer : remote, op.bytes, static_cast<u64>(block) * blockDim.x + threadIdx.x,
-              static_cast<u64>(op.blocks) * blockDim.x);
+    if (inlined) {
+      // the receiver: this thread's packets from its inline area into the receive buffer
+      __shared__ int gaveUp;
+      if (threadIdx.x == 0) {
+        gaveUp = 0;
+      }
+      __syncthreads();
+      const LL16Packet* from = packets(remote);
+      const bool a8 = aligned(op.buffer, 8);
+      Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+      for (u64 j = tid; j < nPackets && !deadline.failed(); j += nThreads) {
+        uint2 v = from[j].read(flag, deadline);
+        if (!deadline.failed()) {
+          storePayload(op.buffer, op.bytes, j, v, a8);
+        }
+      }
+      if (deadline.failed()) {
+        gaveUp = 1;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0 && gaveUp) {
+        stopOnAbort(c);
+        verdict = kVerdictAborted;
+      }
+    } else {
+      char* dsts[1] = {sender ? remote : op.buffer};
+      multiCopy(dsts, 1, sender ? op.buffer : remote, op.bytes, tid, nThreads);
+    }
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (!mover && block == 0 && verdict != kVerdictAborted) {
-      // the other end moves: wait for its "done" (which carries its verdict on locating the data)
+    if (!mover && !inlined && block == 0 && verdict != kVerdictAborted) {
+      // the other end moves: wait for its "done" (which carries its verdict on locating the data); an
+      // inline sender is done once its packets are written and the descriptors agree
       Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
       uint2 done = mine[4].read(flag, deadline);
       if (deadline.failed()) {
@@ -1085,8 +1113,8 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       // every block of this end is done (and read `number`)
       *finished = 0;
       *count = number;
-      if (mover) {
-        packets(p2pBox(c->peerScratch[i], c, sender, rank))[4].write(verdict, 0u, flag);
+      if (mover && !inlined) {
+        packets(p2pBox(c->peerScratch[i], c, sender, rank, half))[4].write(verdict, 0u, flag);
       }
     }
   }

@@ -39,8 +39,11 @@ import org.jmscclpp.testkit.CollectiveReference;
  *       replayed 5 times on fresh inputs;</li>
  *   <li>{@code coll-group}: one group mixing a ring of sends and receives, an alltoallv by sends
  *       and receives of uneven sizes, and two collectives;</li>
- *   <li>{@code coll-mismatch}: ranks calling allreduce with different counts all fail with
- *       INVALID_USAGE naming both, and the communicator refuses later calls;</li>
+ *   <li>{@code coll-mismatch}: a ring of sends and receives whose last pair disagrees on the count
+ *       (a message that travels inline, then one pulled, each on a collective communicator of its
+ *       own) fails both ranks of that pair with INVALID_USAGE naming both counts and no other rank;
+ *       ranks calling allreduce with different counts all fail with INVALID_USAGE naming both, and
+ *       the communicator refuses later calls;</li>
  *   <li>{@code coll-hosts}: run with the ranks on two pretend hosts ({@code MSCCLPP_HOSTID}), the
  *       hierarchical collectives: every kind, reductions within {@link CollectiveReference}'s bound.</li>
  * </ul>
@@ -666,6 +669,10 @@ final class CollectiveScenarios {
     }
 
     private void mismatch(CollectiveComm comm) {
+        int tag = CollectiveOptions.DEFAULT_TAG;
+        for (long count : new long[] {100, 300_000}) {
+            pointToPointMismatch(count, ++tag);
+        }
         DeviceBuffer b = backend.allocate(4096);
         try {
             long count = rank == 0 ? 100 : 99;
@@ -693,6 +700,48 @@ final class CollectiveScenarios {
             calls += 2;
         } finally {
             b.close();
+        }
+    }
+
+    /**
+     * Every rank sends {@code count} floats to the next and receives from the previous, rank 0 one
+     * more than rank n - 1 sends: that pair fails, both its ranks, naming both counts (within the
+     * deadline: the sender must not finish as if the receiver had agreed); the others succeed.
+     */
+    private void pointToPointMismatch(long count, int tag) {
+        int next = (rank + 1) % n;
+        int previous = (rank + n - 1) % n;
+        long expected = rank == 0 ? count + 1 : count;
+        boolean inPair = rank == 0 || rank == n - 1;
+        try (CollectiveComm p2p = CollectiveComm.create(r.comm, CollectiveOptions.defaults().withTimeout(LIMIT)
+                .withTag(tag)).block(LIMIT.plusSeconds(30));
+             DeviceBuffer send = backend.allocate((count + 1) * 4);
+             DeviceBuffer recv = backend.allocate((count + 1) * 4)) {
+            JmscclppException e = null;
+            try {
+                p2p.group(g -> g.send(send, count, DataType.FLOAT32, next).recv(recv, expected, DataType.FLOAT32,
+                        previous)).block(LIMIT);
+            } catch (JmscclppException x) {
+                e = x;
+            }
+            if (!inPair) {
+                if (e != null) {
+                    throw new AssertionError("rank " + rank + "'s sends and receives agree, yet it failed", e);
+                }
+                calls++;
+                return;
+            }
+            if (e == null) {
+                throw new AssertionError("a send of " + count + " floats received as " + (count + 1)
+                        + " succeeded on rank " + rank);
+            }
+            GpuRankMain.say("send/recv mismatch reported as: " + e.getMessage());
+            if (e.code() != ErrorCode.INVALID_USAGE || !e.getMessage().contains("count " + count)
+                    || !e.getMessage().contains("count " + (count + 1))) {
+                throw new AssertionError("expected INVALID_USAGE naming counts " + count + " and " + (count + 1)
+                        + ", got " + e, e);
+            }
+            calls++;
         }
     }
 }

@@ -18,7 +18,8 @@ import org.jspecify.annotations.Nullable;
  *       8-15    type ({@link DataType#code()})
  *       16-23   reduction ({@link ReduceOp#code()}), 0xFF for kinds without one
  *       24-31   algorithm id ({@link Algorithm#id()})
- *       32-39   flags: bit 0 {@link #DIRECT} (the call runs on registered buffers, not staged)
+ *       32-39   flags: bit 0 {@link #DIRECT} (the call runs on registered buffers, not staged), bit 1
+ *               {@link #INLINE} (a SEND whose data travels with its descriptor)
  *       40-63   root (BROADCAST, REDUCE) or peer (SEND: the destination; RECV: the source) + 1; 0 for none
  *  1    0-63    count
  *  2    0-63    where this rank's send data is ({@link #location}), 0 when staged or unused
@@ -36,6 +37,11 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
     public static final int BYTES = 32;
     /** Flag: the call runs on registered buffers that peers access directly. */
     public static final int DIRECT = 1;
+    /**
+     * Flag: a point-to-point SEND whose data travels as packets right behind its descriptor (the
+     * CUDA engine's small messages), so the receiver reads nothing of the sender's memory.
+     */
+    public static final int INLINE = 2;
     /** Largest registration index a location can carry. */
     public static final int MAX_REGISTRATIONS = (1 << 15) - 1;
     /** Largest offset a location can carry. */
@@ -71,6 +77,11 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
 
     public boolean direct() {
         return (flags & DIRECT) != 0;
+    }
+
+    /** Whether the {@link #INLINE} flag is set. */
+    public boolean inline() {
+        return (flags & INLINE) != 0;
     }
 
     /** Word 0 of the encoded form. */
@@ -151,7 +162,7 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
             b.append(kind.pointToPoint() ? ", peer " : ", root ").append(rootOrPeer);
         }
         return b.append(") by ").append(algorithmName.apply(algorithm))
-                .append(direct() ? " on registered buffers" : " staged").toString();
+                .append(direct() ? " on registered buffers" : inline() ? " inline" : " staged").toString();
     }
 
     private String differences(CallDescriptor base, IntFunction<String> algorithmName) {
