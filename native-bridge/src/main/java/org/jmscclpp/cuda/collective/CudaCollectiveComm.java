@@ -1011,13 +1011,13 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             long total = call.countBytes();
             long from = Math.min(total, piece * slot);
             long bytes = Math.min(slot, total - from);
-            long[] words = p.descriptor().words();
+            // an inline send: the kernel reads the caller's buffer itself and sends it as packets
+            boolean inline = isSend && total <= INLINE_MAX_BYTES;
+            long[] words = (inline ? p.descriptor().with(CallDescriptor.INLINE) : p.descriptor()).words();
             long buffer;
             if (isSend) {
                 long src = Objects.requireNonNull(call.send()).address() + from;
-                if (total <= INLINE_MAX_BYTES) {
-                    // the kernel reads the caller's buffer itself and sends it as packets
-                    words[0] |= (long) CallDescriptor.INLINE << 32;
+                if (inline) {
                     words[2] = 0;
                     buffer = src;
                 } else if (p.descriptor().direct()) {

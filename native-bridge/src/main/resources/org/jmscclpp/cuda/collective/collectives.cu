@@ -1004,11 +1004,9 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
     }
   }
   if (threadIdx.x == 0) {
-    // Block 0 writes this end's descriptor; every block reads the other end's and reaches the same
-    // findings, so no block waits for another. Both ends write their descriptors at once, into the
-    // half of the message's parity: an end writes a half again two messages later, after it read the
-    // other end's descriptor of the message between, which that end wrote only after it was done
-    // with this one (its box, its inline area) -- so no box or area is written before it was read.
+    // Block 0 writes this end's descriptor into the half of the message's parity (why no half is
+    // written before it was read: the comment above P2pOp); every block reads the other end's and
+    // reaches the same findings, so no block waits for another.
     if (block == 0) {
       LL16Packet* to = packets(p2pBox(c->peerScratch[i], c, sender, rank, half));
       for (int k = 0; k < 4; k++) {

@@ -79,6 +79,12 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
         return (flags & DIRECT) != 0;
     }
 
+    /** This descriptor with {@code flag} ({@link #DIRECT}, {@link #INLINE}) set as well. */
+    public CallDescriptor with(int flag) {
+        return new CallDescriptor(kind, type, op, algorithm, flags | flag, rootOrPeer, count, sendLocation,
+                recvLocation);
+    }
+
     /** Whether the {@link #INLINE} flag is set. */
     public boolean inline() {
         return (flags & INLINE) != 0;

@@ -32,6 +32,11 @@ class CallDescriptorTest {
         CallDescriptor inline = new CallDescriptor(CollectiveKind.SEND, DataType.FLOAT32, null, 13,
                 CallDescriptor.INLINE, 3, 100, 0, 0);
         assertFalse(staged.inline());
+        CallDescriptor direct = new CallDescriptor(CollectiveKind.SEND, DataType.FLOAT32, null, 13,
+                CallDescriptor.DIRECT, 3, 100, location, 0);
+        assertEquals(send, direct.with(CallDescriptor.INLINE));
+        assertEquals(direct.word0() | 2L << 32, direct.with(CallDescriptor.INLINE).word0(),
+                "INLINE is bit 1 of the flags, bit 33 of word 0 (collectives.cu's kInlineFlag)");
         assertTrue(staged.describe(CallDescriptorTest::name).endsWith(" staged"));
         assertTrue(inline.describe(CallDescriptorTest::name).endsWith(" inline"));
     }
