@@ -246,11 +246,12 @@ final class ProxyLoop implements Runnable {
                     fail(triggerError(e, pos, words[0], words[1]), pos);
                     return;
                 }
-                if (p != null) {
-                    // before the pop, whose release store publishes it
-                    p.handled(ProxyTrigger.type(words[1]), System.nanoTime() - taken);
-                }
+                long nanos = p != null ? System.nanoTime() - taken : 0;
                 fifo.pop();
+                if (p != null) {
+                    // after the pop: a reader that sees the count also sees the fifo without this trigger
+                    p.handled(ProxyTrigger.type(words[1]), nanos);
+                }
                 progress = true;
             }
             if (progress) {

@@ -7,7 +7,7 @@ import org.jmscclpp.core.proxy.ProxyTrigger;
 
 /**
  * The figures of one proxy service. Only the loop's thread counts (opaque stores of its own
- * counters: no atomic instruction, no allocation), any thread reads.
+ * counters, the total a release store: no atomic instruction, no allocation), any thread reads.
  */
 public final class ProxyProbe implements ProxyMetrics {
 
@@ -39,7 +39,9 @@ public final class ProxyProbe implements ProxyMetrics {
         if ((type & ProxyTrigger.SYNC) != 0) {
             sync.setOpaque(sync.getPlain() + 1);
         }
-        total.setOpaque(total.getPlain() + 1);
+        // the release publishes the counts above and the fifo pop before this call (ProxyLoop counts
+        // after popping), to a reader that reads triggers() first
+        total.setRelease(total.getPlain() + 1);
     }
 
     void end() {
@@ -78,7 +80,7 @@ public final class ProxyProbe implements ProxyMetrics {
 
     @Override
     public long triggers() {
-        return total.getOpaque();
+        return total.getAcquire();
     }
 
     @Override
