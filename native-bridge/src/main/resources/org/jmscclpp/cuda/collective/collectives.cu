@@ -214,6 +214,30 @@ __forceinline__ __device__ void storePayload(char* p, u64 bytes, u64 i, uint2 v,
 
 __forceinline__ __device__ LL16Packet* packets(char* base) { return reinterpret_cast<LL16Packet*>(base); }
 
+// Writes `bytes` of `src` as packets into `to`: thread tid of nThreads writes packets tid, tid + nThreads, ...
+__device__ void toPackets(LL16Packet* to, u32 flag, const char* src, u64 bytes, u64 tid, u64 nThreads) {
+  const u64 nPackets = (bytes + 7) / 8;
+  const bool a8 = aligned(src, 8);
+  for (u64 k = tid; k < nPackets; k += nThreads) {
+    to[k].write(loadPayload(src, bytes, k, a8), flag);
+  }
+}
+
+// Stores the payload of the packets `from` (`bytes` of it) into `out`, spread over threads as toPackets
+// writes them; stops at the first wait that gives up, leaving deadline.failed() set.
+__device__ void fromPackets(const LL16Packet* from, u32 flag, char* out, u64 bytes, u64 tid, u64 nThreads,
+                            Deadline& deadline) {
+  const u64 nPackets = (bytes + 7) / 8;
+  const bool a8 = aligned(out, 8);
+  for (u64 k = tid; k < nPackets; k += nThreads) {
+    uint2 v = from[k].read(flag, deadline);
+    if (deadline.failed()) {
+      return;
+    }
+    storePayload(out, bytes, k, v, a8);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // descriptors
 
@@ -576,22 +600,14 @@ __device__ void llReduce(const Comm* c, const Call& call, u64 half, u32 flag, co
 // Sends `bytes` of `src` as packets into this rank's slot of the current half of peer i's LL area.
 __device__ void llSend(const Comm* c, int i, u64 half, u32 flag, const char* src, u64 bytes) {
   char* slot = c->peerScratch[i] + c->offLL + (half * N + c->rank) * c->llSlotBytes;
-  const u64 nPackets = (bytes + 7) / 8;
-  const bool a8 = aligned(src, 8);
-  for (u64 k = gtid(); k < nPackets; k += gthreads()) {
-    packets(slot)[k].write(loadPayload(src, bytes, k, a8), flag);
-  }
+  toPackets(packets(slot), flag, src, bytes, gtid(), gthreads());
 }
 
 // Copies the packets rank q sent into `out`.
 __device__ void llReceive(const Comm* c, int q, u64 half, u32 flag, char* out, u64 bytes) {
-  const char* slot = c->scratch + c->offLL + (half * N + q) * c->llSlotBytes;
-  const u64 nPackets = (bytes + 7) / 8;
-  const bool a8 = aligned(out, 8);
+  char* slot = c->scratch + c->offLL + (half * N + q) * c->llSlotBytes;
   Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-  for (u64 k = gtid(); k < nPackets && !deadline.failed(); k += gthreads()) {
-    storePayload(out, bytes, k, packets(const_cast<char*>(slot))[k].read(flag, deadline), a8);
-  }
+  fromPackets(packets(slot), flag, out, bytes, gtid(), gthreads(), deadline);
   if (deadline.failed()) {
     stopOnAbort(c);
   }
@@ -991,17 +1007,12 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   __shared__ int push;
   __shared__ int inlined;   // the data travels as packets (the sender's descriptor says so)
   __shared__ char* remote;  // push: the receive buffer (sender's view); pull: the data (receiver's view)
-  const u64 nPackets = (op.bytes + 7) / 8;
   const u64 tid = static_cast<u64>(block) * blockDim.x + threadIdx.x;
   const u64 nThreads = static_cast<u64>(op.blocks) * blockDim.x;
   if (sender && (op.desc[0] & kInlineFlag) != 0 && op.bytes <= kP2pInlineBytes) {
     // the data as packets, before anything is known of the receiver: its descriptor and the verdict
     // come after, and a receiver that disagrees never reads them
-    LL16Packet* to = packets(p2pInline(c->peerScratch[i], c, rank, half));
-    const bool a8 = aligned(op.buffer, 8);
-    for (u64 j = tid; j < nPackets; j += nThreads) {
-      to[j].write(loadPayload(op.buffer, op.bytes, j, a8), flag);
-    }
+    toPackets(packets(p2pInline(c->peerScratch[i], c, rank, half)), flag, op.buffer, op.bytes, tid, nThreads);
   }
   if (threadIdx.x == 0) {
     // Block 0 writes this end's descriptor into the half of the message's parity (why no half is
@@ -1061,15 +1072,8 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
         gaveUp = 0;
       }
       __syncthreads();
-      const LL16Packet* from = packets(remote);
-      const bool a8 = aligned(op.buffer, 8);
       Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-      for (u64 j = tid; j < nPackets && !deadline.failed(); j += nThreads) {
-        uint2 v = from[j].read(flag, deadline);
-        if (!deadline.failed()) {
-          storePayload(op.buffer, op.bytes, j, v, a8);
-        }
-      }
+      fromPackets(packets(remote), flag, op.buffer, op.bytes, tid, nThreads, deadline);
       if (deadline.failed()) {
         gaveUp = 1;
       }
