@@ -38,8 +38,8 @@ import picocli.CommandLine.Option;
 public final class CudaProxyBench {
 
     /** The usage line that {@code jmscclpp help} and a usage error print. */
-    public static final String SYNOPSIS = "jmscclpp bench proxy --backend cuda [--iters 10000] [--warmup 1000]"
-            + " [--bw-iters 20] [--bw-mib 128] [--calls 100000]";
+    public static final String SYNOPSIS = "jmscclpp bench proxy --backend cuda [--iters 10000] [--warmup 20000]"
+            + " [--bw-iters 200] [--bw-mib 128] [--calls 100000]";
 
     static final String MSCCLPP_COLUMN = "MSCCL++ C++ 0.10 (2xH200, GPU-HOSTS.md)";
 
@@ -118,10 +118,22 @@ public final class CudaProxyBench {
     static final class Args implements SampleArgs.Checked {
         @Option(names = "--iters", paramLabel = "N", description = "timed round trips (default: 10000)")
         int iters = 10_000;
-        @Option(names = "--warmup", paramLabel = "N", description = "untimed round trips first (default: 1000)")
-        int warmup = 1_000;
-        @Option(names = "--bw-iters", paramLabel = "N", description = "timed bandwidth transfers (default: 20)")
-        int bwIters = 20;
+        /*
+         * 20000: the proxy loop's path (handle, the connection's driver calls) is compiled by C2 only
+         * after some thousands of triggers. With 1000 untimed round trips (2000 triggers) the poller
+         * measured first, the virtual-thread one, was timed partly in less optimised code and the
+         * platform-thread one after it in fully compiled code: on 2 x H200 its loop took 3.9-4.2 µs a
+         * trigger against 3.1-3.2, with 20000 2.7-3.2 against 2.8-2.9 (docs/primitives.md).
+         */
+        @Option(names = "--warmup", paramLabel = "N",
+                description = "untimed round trips (or triggers, for the FIFO) before each timed run (default: 20000)")
+        int warmup = 20_000;
+        /*
+         * 200 (72 ms a poller at 370 GB/s): over 20 puts (7 ms) the virtual-thread poller's figure moved
+         * from 350 to 368 GB/s between runs of the same bundle on 2 x H200, over 200 by 2 GB/s.
+         */
+        @Option(names = "--bw-iters", paramLabel = "N", description = "timed bandwidth transfers (default: 200)")
+        int bwIters = 200;
         @Option(names = "--bw-mib", paramLabel = "M", description = "MiB per bandwidth transfer (default: 128)")
         int bwMib = 128;
         @Option(names = "--calls", paramLabel = "N", description = "calls per timed driver binding (default: 100000)")

@@ -141,7 +141,7 @@ public final class ProxyBench {
         @Option(names = "--iters", paramLabel = "N", description = "timed round trips (default: 10000)")
         @Nullable Integer iters;
         @Option(names = "--warmup", paramLabel = "N", description = "untimed round trips first (default: 2000 on"
-                + " host, 1000 on cuda)")
+                + " host, 20000 on cuda)")
         @Nullable Integer warmup;
         @Option(names = "--triggers", paramLabel = "N", description = "host: triggers per throughput round"
                 + " (default: 100000)")
@@ -150,7 +150,7 @@ public final class ProxyBench {
         @Nullable Integer rounds;
         @Option(names = "--threads", paramLabel = "N", description = "host: the most producer threads (default: 4)")
         @Nullable Integer threads;
-        @Option(names = "--bw-iters", paramLabel = "N", description = "cuda: timed bandwidth transfers (default: 20)")
+        @Option(names = "--bw-iters", paramLabel = "N", description = "cuda: timed bandwidth transfers (default: 200)")
         @Nullable Integer bwIters;
         @Option(names = "--bw-mib", paramLabel = "M", description = "cuda: MiB per bandwidth transfer (default: 128)")
         @Nullable Integer bwMib;

@@ -53,7 +53,7 @@ class CudaProxyBenchTest {
 
     @Test
     void cudaOptionsParseAndTravelToTheRanks() {
-        assertEquals(new CudaProxyBench.Options(10_000, 1_000, 20, 128, 100_000), DEFAULTS);
+        assertEquals(new CudaProxyBench.Options(10_000, 20_000, 200, 128, 100_000), DEFAULTS);
         CudaProxyBench.Options o = CudaProxyBench.parse(List.of("--iters", "50", "--warmup", "0", "--bw-iters", "3",
                 "--bw-mib", "8", "--calls", "1000"));
         assertEquals(new CudaProxyBench.Options(50, 0, 3, 8, 1000), o);
