@@ -31,7 +31,7 @@ import reactor.core.publisher.Sinks;
  * <h2>Waiting</h2>
  * With nothing to do the loop spins for {@link Waiting#SPIN_NANOS} with {@link Thread#onSpinWait()}
  * (longer while work has been arriving at short intervals: {@link PacedSpin}; a virtual thread
- * then yields its carrier every 20 µs), then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS}
+ * then yields its carrier every 200 µs), then parks, doubling from 1 µs up to {@link #MAX_PARK_NANOS}
  * (up to {@link #MAX_IDLE_PARK_NANOS} once idle for long): a stop, a flush finished on another
  * thread or a delivered completion unparks it at once; a polled flush
  * ({@link org.jmscclpp.core.Connection#pollableFlush()}) is looked at each time round.
