@@ -8,6 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -33,7 +34,9 @@ import reactor.core.publisher.Sinks;
  * not poll, so the ring fills and pushes time out, from one thread and from 256 threads of four
  * blocks at once; the kernel ends normally. Then this thread polls: it finds exactly the triggers
  * the kernel reports pushed, nothing at the next position, and a second launch's pushes all
- * arrive after them. Aborted with the reason where there is no driver or no GPU.
+ * arrive after them. Also pushes that give their fetch-and-add position back on a full ring while
+ * the host drains it: nothing lost, nothing twice. Aborted with the reason where there is no
+ * driver or no GPU.
  */
 @Tag("gpu")
 class FifoAfterTimeoutGpuTest {
@@ -131,6 +134,39 @@ class FifoAfterTimeoutGpuTest {
             assertEquals(LongStream.range(1000, 1000 + n).boxed().toList(), second.stream().sorted().toList());
             assertEquals(capacity + n, fifo.tail());
             assertFalse(fifo.poll(trigger), "nothing beyond the triggers pushed");
+        }
+    }
+
+    /**
+     * 256 GPU threads push 20 triggers each into a ring of 8 that this thread drains as they
+     * come: nearly every push finds the ring full after its fetch-and-add and gives the position
+     * back, while others keep theirs as slots free up. Every trigger arrives exactly once, each
+     * thread's in the order it pushed them, and no position is left unwritten.
+     */
+    @Test
+    void pushesThatGiveTheirPositionBackOnAFullRingLoseNothing() {
+        int capacity = 8;
+        int blocks = 4;
+        int threads = 64;
+        int perThread = 20;
+        int n = blocks * threads;
+        try (Fifo fifo = Fifo.create(backend, capacity); DeviceBuffer out = backend.allocateHostVisible(16L * n)) {
+            List<Long> ids = launch(fifo, blocks, threads, 0, perThread, PATIENT_NS, out, true);
+            for (int g = 0; g < n; g++) {
+                assertEquals(perThread, word(out, 2 * g), "thread " + g + " pushed all");
+                assertEquals(PUSHED, word(out, 2 * g + 1), "thread " + g);
+            }
+            assertEquals(LongStream.range(0, (long) n * perThread).boxed().toList(), ids.stream().sorted().toList(),
+                    "every trigger once");
+            long[] last = new long[n];
+            Arrays.fill(last, -1);
+            for (long id : ids) {
+                int g = (int) (id / perThread);
+                assertTrue(id > last[g], "thread " + g + "'s trigger " + id + " came after " + last[g]);
+                last[g] = id;
+            }
+            assertEquals((long) n * perThread, fifo.tail(), "no position skipped");
+            assertFalse(fifo.poll(new long[2]), "nothing beyond the triggers pushed");
         }
     }
 

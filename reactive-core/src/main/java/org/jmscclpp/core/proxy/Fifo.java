@@ -24,7 +24,7 @@ import org.jspecify.annotations.Nullable;
  * the GPUs) at these offsets of {@link #buffer()}, {@code C} the capacity:
  * <pre>
  *  offset        width   field
- *       0            8   head: positions claimed so far (producers' compare-and-set, see below)
+ *       0            8   head: positions claimed so far (producers' atomics, see below)
  *       8            8   proxy state: 0 running or not started, 1 stopped, 2 failed (bits 8-15:
  *                          the failure's ErrorCode ordinal + 1); the proxy's release store
  *      16            8   the fifo position at which the proxy stopped or failed
@@ -49,13 +49,19 @@ import org.jspecify.annotations.Nullable;
  * <h2>Protocol</h2>
  * Position {@code p} lies on lap {@code p / C}; its commit bit is 1 on even laps and 0 on odd ones.
  * <ul>
- *   <li>A producer claims {@code p = head} by a compare-and-set of head from {@code p} to
- *       {@code p + 1}, and only while {@code p < tail + C}: the slot no longer holds an unconsumed
- *       trigger (that of {@code p - C}). While the ring is full ({@code head >= tail + C}) it waits
- *       for the tail without holding a claim, so a producer that gives up (its deadline, an
- *       interrupt, a kernel's abort) leaves the ring as it found it, and every claimed position is
- *       written at once: the proxy never waits for a position nobody will write. Then it writes
- *       {@code fst}, and {@code snd} with {@code p}'s commit bit by a release store.</li>
+ *   <li>A producer writes position {@code p}'s slot only while it holds {@code p} and
+ *       {@code p < tail + C}: the slot no longer holds an unconsumed trigger (that of
+ *       {@code p - C}). A host producer claims {@code p = head} by a compare-and-set of head from
+ *       {@code p} to {@code p + 1}, and only while {@code p < tail + C}. Device code claims with
+ *       one fetch-and-add of head, as MSCCL++ does (one atomic a push while there is room); a
+ *       device push that finds the ring full gives its position back by a compare-and-set of head
+ *       from {@code p + 1} to {@code p} (once every later claim has been given back: their slots
+ *       cannot be free before {@code p}'s), unless {@code p}'s slot became free meanwhile, and then
+ *       claims as a host producer does. Either way no producer holds a claim while it waits for
+ *       room, so a producer that gives up (its deadline, an interrupt, a kernel's abort) leaves the
+ *       ring as it found it, and every position that stays claimed is written at once: the proxy
+ *       never waits for a position nobody will write. Then it writes {@code fst}, and {@code snd}
+ *       with {@code p}'s commit bit by a release store.</li>
  *   <li>The proxy looks at the slot of {@code tail}: the trigger is there once the commit bit of
  *       {@code snd} (an acquire load) equals {@code tail}'s. Any other value is the previous lap's
  *       trigger or zeros, so a zeroed ring reads empty and a trigger whose words are all zero is a

@@ -12,7 +12,10 @@ public final class FifoLayout {
 
     /** A cache line: head, tail and the ring each start on their own, so producers and the proxy do not share one. */
     static final int LINE = 64;
-    /** The producers' claim counter (u64, compare-and-set from h to h + 1 only while h < tail + capacity). */
+    /**
+     * The producers' claim counter (u64: a host producer's compare-and-set from h to h + 1 only
+     * while h < tail + capacity; device code's fetch-and-add, given back while the ring is full).
+     */
     public static final long HEAD = 0;
     /**
      * The proxy's state (u64, release store by the proxy, acquire load by producers): 0 while the

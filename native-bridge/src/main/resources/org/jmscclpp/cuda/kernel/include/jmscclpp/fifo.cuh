@@ -33,7 +33,7 @@ constexpr u64 FifoPushFailed = ~0ULL;
 // full by the cached value.
 struct FifoDeviceHandle {
   ProxyTrigger* triggers;  // slot 0 of the ring
-  u64* head;               // positions claimed (device compare-and-set, only into a free slot)
+  u64* head;               // positions claimed (device fetch-and-add; see tryPush)
   u64* tail;               // positions consumed (the proxy's release store)
   u64* tailCache;          // a tail value read earlier by some pusher (atomic max)
   u32 capacity;            // slots, a power of two
@@ -53,24 +53,69 @@ struct FifoDeviceHandle {
   // proxy's tail has while it handles it. Never stops the kernel: the caller decides what a push
   // that gave up means.
   //
-  // The claim of Fifo's protocol (FifoProducer#push): the next position h = head is claimed by a
-  // compare-and-set of head from h to h + 1, and only while h < tail + capacity, when the slot no
-  // longer holds an unconsumed trigger. While the ring is full the thread waits without holding a
-  // claim, so a push that gives up leaves the ring as it found it, and a claimed position is
-  // written at once: the proxy never waits for a position nobody will write. Then the slot is
-  // written with one 16-byte release store whose snd carries the position's commit bit: that
-  // store is what publishes the trigger to the proxy.
+  // The claim (Fifo's protocol): position h is taken by one fetch-and-add of head, as MSCCL++
+  // does, with the cached tail read beside it, so a push with room costs one round trip to device
+  // memory. When the ring looks full (h >= tail + capacity) the thread gives h back by a
+  // compare-and-set of head from h + 1 to h, which succeeds once every later claim has been given
+  // back (their holders find the ring full too, and a later slot is never free before h's), or
+  // finds h's slot free meanwhile and keeps it. Having given it back it waits without holding a
+  // claim and takes the next position h = head by a compare-and-set of head from h to h + 1 only
+  // while h < tail + capacity: a push that gives up leaves the ring as it found it, and a position
+  // that stays claimed is written at once, so the proxy never waits for a position nobody will
+  // write. The slot is written with one 16-byte release store whose snd carries the position's
+  // commit bit: that store is what publishes the trigger to the proxy.
   //
-  // Pushes of many threads at once are correct; those that lose a compare-and-set retry with the
-  // head it returned, so threads pushing into one fifo in the same instant (every lane of a warp,
-  // say) take one head round trip each per winner before them: push from one thread per warp
-  // (as MSCCL++'s kernels do) where that matters.
+  // Pushes of many threads at once are correct and, while the ring has room, take one atomic each
+  // (every lane of a warp at once included).
   __forceinline__ __device__ FifoPushStatus tryPush(ProxyTrigger trigger, Deadline& deadline, u64* pos) {
+    // The cached tail only grows and is never above the real one: a position below it + capacity
+    // is certainly free, and the host-resident tail is read only when the ring looks full by it.
+    u64 cached = loadRelaxedSys(tailCache);
+    u64 h = fetchAddRelaxedGpu(head, 1);
+    if (h >= capacity + cached && !keepOrGiveBack(h)) {
+      FifoPushStatus status = claimWhenFree(deadline, &h);
+      if (status != FifoPushed) {
+        return status;
+      }
+    }
+    // Lap h / capacity is even exactly when bit log2(capacity) of h is clear: the commit bit is
+    // then 1, so a zeroed ring reads empty on lap 0 and a previous lap's slot never looks fresh.
+    u64 commit = (h & capacity) == 0 ? TriggerCommitBit : 0;
+    u64 snd = (trigger.snd & ~TriggerCommitBit) | commit;
+    ProxyTrigger* slot = triggers + (h & (capacity - 1));
+    // One 16-byte store: the slot is 16-byte aligned, so both words reach host memory in one PCIe
+    // write and the proxy never sees the new snd with an old fst (MSCCL++ relies on the same).
+    // Release orders everything this thread (and, cumulatively, its block up to the last
+    // __syncthreads) wrote before, so the proxy's copy reads the data the trigger names.
+    asm volatile("st.release.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(trigger.fst), "l"(snd) : "memory");
+    *pos = h;
+    return FifoPushed;
+  }
+
+ private:
+  // Position h was claimed by fetch-and-add while the cached tail said the ring is full: true once
+  // the real tail shows h's slot free (the claim stands), false once h is given back (head moved
+  // from h + 1 back to h). A later claim keeps head above h + 1 only while its holder looks at the
+  // tail or gives it back itself: its slot is free only after h's is. No deadline: the wait lasts
+  // as long as the pushes above it take to give their positions back.
+  __forceinline__ __device__ bool keepOrGiveBack(u64 h) {
+    while (true) {
+      u64 t = loadAcquireSys(tail);
+      maxRelaxedGpu(tailCache, t);
+      if (h < t + capacity) {
+        return true;
+      }
+      if (casRelaxedGpu(head, h + 1, h) == h + 1) {
+        return false;
+      }
+    }
+  }
+
+  // Claims the next position once its slot is free, holding no claim while the ring is full: on
+  // FifoPushed *h is the position; otherwise nothing was claimed.
+  __forceinline__ __device__ FifoPushStatus claimWhenFree(Deadline& deadline, u64* claimed) {
     u64 h = loadRelaxedGpu(head);
     while (true) {
-      // The cached tail only grows and is never above the real one: a position below it +
-      // capacity is certainly free, and the host-resident tail is read only when the ring looks
-      // full by the cached value.
       if (h >= capacity + loadRelaxedSys(tailCache)) {
         u64 t = loadAcquireSys(tail);
         maxRelaxedGpu(tailCache, t);
@@ -88,24 +133,14 @@ struct FifoDeviceHandle {
       // h < tail + capacity: the slot is free, and stays free until head moves past h
       u64 seen = casRelaxedGpu(head, h, h + 1);
       if (seen == h) {
-        break;
+        *claimed = h;
+        return FifoPushed;
       }
       h = seen;
     }
-    // Lap h / capacity is even exactly when bit log2(capacity) of h is clear: the commit bit is
-    // then 1, so a zeroed ring reads empty on lap 0 and a previous lap's slot never looks fresh.
-    u64 commit = (h & capacity) == 0 ? TriggerCommitBit : 0;
-    u64 snd = (trigger.snd & ~TriggerCommitBit) | commit;
-    ProxyTrigger* slot = triggers + (h & (capacity - 1));
-    // One 16-byte store: the slot is 16-byte aligned, so both words reach host memory in one PCIe
-    // write and the proxy never sees the new snd with an old fst (MSCCL++ relies on the same).
-    // Release orders everything this thread (and, cumulatively, its block up to the last
-    // __syncthreads) wrote before, so the proxy's copy reads the data the trigger names.
-    asm volatile("st.release.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(trigger.fst), "l"(snd) : "memory");
-    *pos = h;
-    return FifoPushed;
   }
 
+ public:
   // tryPush with its own deadline, `timeoutNs` from the first wait.
   __forceinline__ __device__ FifoPushStatus tryPush(ProxyTrigger trigger, u64* pos,
                                                     u64 timeoutNs = JMSCCLPP_DEVICE_TIMEOUT_NS) {
