@@ -42,7 +42,7 @@ import picocli.CommandLine.Option;
  * compiled here and run first, on the same GPU), from Java through JNA (the binding before) and through the
  * JDK's foreign-function API (after), both bindings measured in this JVM ({@link CudaHotCalls#jna()},
  * {@link CudaHotCalls#ffm()}) the way the C program measures: ROUNDS rounds of ITERS calls after an untimed
- * round (two in Java, for the JIT), the median round's ns per call, calls that enqueue work in batches of 512 with the context synchronized
+ * round (in Java two or more, until the JIT has settled), the median round's ns per call, calls that enqueue work in batches of 512 with the context synchronized
  * between batches outside the timed part. Target: Java (FFM) at most 1.1× C. InfiniBand verbs are not measured
  * (no hot verbs call goes through FFM yet); the table says whether libibverbs loads here.
  *
@@ -73,7 +73,15 @@ public final class NativeCallBench {
     private static final String NAME = "jmscclpp bench native";
     private static final String SOURCE = "native_calls.c";
     private static final int BATCH = 512;
+    /** Untimed rounds before the timed ones at least (C runs one)... */
     private static final int JIT_WARMUP_ROUNDS = 2;
+    /**
+     * ... then more until two rounds in a row in which this JVM's compilers worked at most
+     * {@link JitSettle#QUIET_MILLIS} ms, this many in all at most: a binding measured after another
+     * runs the same loop, whose compiled code the first one's profile shaped and which the JIT
+     * compiles again for the second only after some thousands of its calls.
+     */
+    private static final int JIT_WARMUP_MAX_ROUNDS = 12;
     private static final int COPY_BYTES = 64;
     private static final Duration COMPILE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(300);
@@ -133,6 +141,7 @@ public final class NativeCallBench {
                 CSide c = measureC(o);
                 JavaSide java = measureJava(o, c.skipped().keySet());
                 out.print(callTable(o, c, java.byBinding()));
+                out.println("Java's warm-up: " + java.warmUps().describe());
                 out.print(threadTable(o, java));
             }
             if (o.idleSeconds() > 0) {
@@ -267,7 +276,28 @@ public final class NativeCallBench {
      * The Java side: each binding's calls on this (platform) thread, and the FFM binding's again on
      * a virtual thread (what the default proxy poller runs on).
      */
-    record JavaSide(Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding, Map<Call, Double> ffmOnVirtualThread) {
+    record JavaSide(Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding, Map<Call, Double> ffmOnVirtualThread,
+                    WarmUps warmUps) {
+    }
+
+    /** How the untimed rounds before each measured call went: the most any took, how many did not settle. */
+    static final class WarmUps {
+        private int measured;
+        private int mostRounds;
+        private int unsettled;
+
+        synchronized void add(int rounds, boolean settled) {
+            measured++;
+            mostRounds = Math.max(mostRounds, rounds);
+            unsettled += settled ? 0 : 1;
+        }
+
+        synchronized String describe() {
+            return String.format(Locale.ROOT, "%d to %d untimed rounds before each of the %d measured (binding, call)"
+                    + " pairs, until two rounds in a row in which the JIT compiled at most %d ms (at most %d rounds): "
+                    + "%s", JIT_WARMUP_ROUNDS, mostRounds, measured, JitSettle.QUIET_MILLIS, JIT_WARMUP_MAX_ROUNDS,
+                    unsettled == 0 ? "settled before every one" : "still compiling before " + unsettled);
+        }
     }
 
     private static JavaSide measureJava(Options o, Set<Call> skipped) {
@@ -299,10 +329,11 @@ public final class NativeCallBench {
                 CudaDriver.check(CudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
                 Fixture f = new Fixture(context, stream, event, out[0], words[0], words[1], words[2], params);
                 Map<CudaHotCalls.Binding, Map<Call, Double>> result = new EnumMap<>(CudaHotCalls.Binding.class);
+                WarmUps warmUps = new WarmUps();
                 for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
-                    result.put(binding, medians(CudaHotCalls.of(binding), f, o, skipped));
+                    result.put(binding, medians(CudaHotCalls.of(binding), f, o, skipped, warmUps));
                 }
-                return new JavaSide(result, onVirtualThread(f, o, skipped));
+                return new JavaSide(result, onVirtualThread(f, o, skipped, warmUps), warmUps);
             } finally {
                 CudaDriver.cuModuleUnload(module);
                 for (long w : words) {
@@ -317,14 +348,14 @@ public final class NativeCallBench {
     }
 
     /** The FFM binding's calls measured on a virtual thread (its carrier made the context current first). */
-    private static Map<Call, Double> onVirtualThread(Fixture f, Options o, Set<Call> skipped) {
+    private static Map<Call, Double> onVirtualThread(Fixture f, Options o, Set<Call> skipped, WarmUps warmUps) {
         AtomicReference<Map<Call, Double>> ns = new AtomicReference<>(Map.of());
         AtomicReference<@Nullable RuntimeException> failed = new AtomicReference<>();
         Thread t = Thread.ofVirtual().name("jmscclpp-bench-native").start(() -> {
             try {
                 CudaHotCalls hot = CudaHotCalls.of(CudaHotCalls.Binding.FFM);
                 CudaDriver.check(hot.cuCtxSetCurrent(f.context()), "cuCtxSetCurrent (virtual thread)");
-                ns.set(medians(hot, f, o, skipped));
+                ns.set(medians(hot, f, o, skipped, warmUps));
             } catch (RuntimeException e) {
                 failed.set(e);
             }
@@ -345,11 +376,12 @@ public final class NativeCallBench {
     }
 
     /** The median cost of every call not skipped, through {@code hot}, on this thread. */
-    private static Map<Call, Double> medians(CudaHotCalls hot, Fixture f, Options o, Set<Call> skipped) {
+    private static Map<Call, Double> medians(CudaHotCalls hot, Fixture f, Options o, Set<Call> skipped,
+                                             WarmUps warmUps) {
         Map<Call, Double> ns = new EnumMap<>(Call.class);
         for (Call call : Call.values()) {
             if (!skipped.contains(call)) {
-                ns.put(call, median(hot, call, f, o));
+                ns.put(call, median(hot, call, f, o, warmUps));
             }
         }
         return ns;
@@ -371,11 +403,17 @@ public final class NativeCallBench {
         return sb.toString();
     }
 
-    private static double median(CudaHotCalls hot, Call call, Fixture f, Options o) {
-        // two untimed rounds where C has one: the JIT compiles the loop for this binding in the first
-        for (int warm = 0; warm < JIT_WARMUP_ROUNDS; warm++) {
+    private static double median(CudaHotCalls hot, Call call, Fixture f, Options o, WarmUps warmUps) {
+        // untimed rounds (C has one) until the JIT has compiled the loop for this binding and call
+        int warm = 0;
+        int quiet = 0;
+        while (warm < JIT_WARMUP_ROUNDS || quiet < 2 && warm < JIT_WARMUP_MAX_ROUNDS) {
+            long before = JitSettle.compileMillis();
             timedCalls(hot, call, f, o.iters());
+            quiet = JitSettle.compileMillis() - before <= JitSettle.QUIET_MILLIS ? quiet + 1 : 0;
+            warm++;
         }
+        warmUps.add(warm, quiet >= 2);
         double[] perCall = new double[o.rounds()];
         for (int r = 0; r < perCall.length; r++) {
             perCall[r] = (double) timedCalls(hot, call, f, o.iters()) / o.iters();
@@ -466,7 +504,8 @@ public final class NativeCallBench {
         sb.append("\nibv_post_send, ibv_poll_cq: ").append(verbs()).append('\n');
         sb.append("\nC: native_calls.c, calls through dlsym'd pointers into the same libcuda; Java: CudaHotCalls.jna() "
                 + "(JNA direct mapping) and CudaHotCalls.ffm() (java.lang.foreign; cuEventQuery and cuCtxSetCurrent "
-                + "critical) in this JVM, measured as C measures (after two untimed rounds, C one).\n");
+                + "critical) in this JVM, measured as C measures (after untimed rounds: C one, Java as the next line "
+                + "says).\n");
         return sb.toString();
     }
 

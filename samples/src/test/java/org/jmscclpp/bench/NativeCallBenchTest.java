@@ -96,12 +96,25 @@ class NativeCallBenchTest {
         NativeCallBench.JavaSide java = new NativeCallBench.JavaSide(Map.of(
                 org.jmscclpp.nativebridge.CudaHotCalls.Binding.FFM, Map.of(NativeCallBench.Call.EVENT_QUERY, 1000.0,
                         NativeCallBench.Call.MEMCPY, 4000.0)),
-                Map.of(NativeCallBench.Call.EVENT_QUERY, 1500.0, NativeCallBench.Call.MEMCPY, 6000.0));
+                Map.of(NativeCallBench.Call.EVENT_QUERY, 1500.0, NativeCallBench.Call.MEMCPY, 6000.0),
+                new NativeCallBench.WarmUps());
         String table = NativeCallBench.threadTable(SMALL, java);
         assertTrue(table.contains("| call, FFM | platform thread ns | virtual thread ns | virtual/platform |"), table);
         assertTrue(table.contains("| cuEventQuery | 1000.0 | 1500.0 | 1.50× |"), table);
         assertTrue(table.contains("| cuMemcpyDtoDAsync_v2 | 4000.0 | 6000.0 | 1.50× |"), table);
         assertTrue(table.contains("| cuLaunchKernel | n/a | n/a | n/a |"), table);
+    }
+
+    @Test
+    void theWarmUpsSayHowManyRoundsTheMostTookAndWhichDidNotSettle() {
+        NativeCallBench.WarmUps warmUps = new NativeCallBench.WarmUps();
+        warmUps.add(2, true);
+        warmUps.add(5, true);
+        assertTrue(warmUps.describe().startsWith("2 to 5 untimed rounds before each of the 2 measured"), warmUps.describe());
+        assertTrue(warmUps.describe().endsWith("settled before every one"), warmUps.describe());
+        warmUps.add(12, false);
+        assertTrue(warmUps.describe().contains("2 to 12 untimed rounds before each of the 3"), warmUps.describe());
+        assertTrue(warmUps.describe().endsWith("still compiling before 1"), warmUps.describe());
     }
 
     @Test
