@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Stream;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.junit.jupiter.api.Test;
@@ -114,6 +115,38 @@ class CollectiveSampleTest {
         assertTrue(r.rank0().getFirst().startsWith("reduce: 3 ranks, host backend, algorithm direct, f8e5m2, prod,"
                 + " root 2, 100 B (100 elements)"), r.all());
         assertEquals("reduce: every element checked on every rank: OK", r.rank0().getLast(), r.all());
+    }
+
+    /**
+     * JMSCCLPP_SCRATCH_BYTES (NCCL_BUFFSIZE's counterpart) reaches the ranks: a 64 KiB scratch moves
+     * 1 MiB in pieces and checks; a value below the engine's least, one that does not parse, and
+     * values that differ between ranks fail every rank with INVALID_USAGE saying why.
+     */
+    @Test
+    @Timeout(180)
+    void theScratchSizeComesFromTheEnvironment() throws Exception {
+        List<String> args = List.of("allreduce", "--bytes", "1M", "--iters", "2");
+        Outcome small = run(Launcher.builder(2).mainClass(TestRankMain.class.getName(), args)
+                .env(Map.of(CollectiveOptions.SCRATCH_ENV, "64K")));
+        assertEquals(-1, small.failedRank(), small.all());
+        assertEquals("allreduce: every element checked on every rank: OK", small.rank0().getLast(), small.all());
+
+        Outcome tooSmall = run(Launcher.builder(2).mainClass(TestRankMain.class.getName(), args)
+                .env(Map.of(CollectiveOptions.SCRATCH_ENV, "32K")));
+        assertTrue(tooSmall.failedRank() >= 0 && tooSmall.exitCode() != 0, tooSmall.all());
+        assertTrue(tooSmall.all().contains("INVALID_USAGE") && tooSmall.all().contains("at least 65536 bytes of"
+                + " scratch, got 32768"), tooSmall.all());
+
+        Outcome unreadable = run(Launcher.builder(2).mainClass(TestRankMain.class.getName(), args)
+                .env(Map.of(CollectiveOptions.SCRATCH_ENV, "lots")));
+        assertTrue(unreadable.failedRank() >= 0 && unreadable.exitCode() != 0, unreadable.all());
+        assertTrue(unreadable.all().contains("INVALID_USAGE") && unreadable.all().contains(
+                CollectiveOptions.SCRATCH_ENV + " must be a byte count"), unreadable.all());
+
+        Outcome differ = run(Launcher.builder(2).mainClass(TestRankMain.class.getName(), args)
+                .rankEnv(rank -> Map.of(CollectiveOptions.SCRATCH_ENV, rank == 0 ? "1M" : "2M")));
+        assertTrue(differ.failedRank() >= 0 && differ.exitCode() != 0, differ.all());
+        assertTrue(differ.all().contains("INVALID_USAGE"), differ.all());
     }
 
     @Test

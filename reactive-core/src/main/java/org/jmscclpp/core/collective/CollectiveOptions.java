@@ -2,6 +2,7 @@ package org.jmscclpp.core.collective;
 
 import java.time.Duration;
 import java.util.EnumMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import org.jmscclpp.core.Communicator;
@@ -35,6 +36,12 @@ public record CollectiveOptions(@Nullable Duration timeout, long scratchBytes, i
 
     /** The variable {@link #fromEnvironment()} reads algorithm overrides from; syntax as {@link #parseAlgorithms}. */
     public static final String ALGORITHM_ENV = "JMSCCLPP_ALGO";
+    /**
+     * The variable {@link #fromEnvironment()} reads {@link #scratchBytes()} from, as {@code NCCL_BUFFSIZE}
+     * sets NCCL's buffers: a byte count, with an optional binary suffix ({@code 268435456},
+     * {@code 256M}, {@code 1G}); the same on every rank. Syntax as {@link #parseBytes}.
+     */
+    public static final String SCRATCH_ENV = "JMSCCLPP_SCRATCH_BYTES";
 
     public CollectiveOptions {
         if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
@@ -54,15 +61,63 @@ public record CollectiveOptions(@Nullable Duration timeout, long scratchBytes, i
         return new CollectiveOptions(null, 0, DEFAULT_TAG, Map.of(), null);
     }
 
-    /** {@link #defaults()} with the overrides of {@value #ALGORITHM_ENV}, when set. */
+    /**
+     * {@link #defaults()} with the overrides of {@value #ALGORITHM_ENV} and the scratch size of
+     * {@value #SCRATCH_ENV}, where set.
+     *
+     * @throws JmscclppException INVALID_USAGE naming the variable when a value does not parse
+     */
     public static CollectiveOptions fromEnvironment() {
         return fromEnvironment(System.getenv());
     }
 
     /** {@link #fromEnvironment()} reading {@code env}. */
     public static CollectiveOptions fromEnvironment(Map<String, String> env) {
+        CollectiveOptions options = defaults();
         String algo = env.get(ALGORITHM_ENV);
-        return algo == null || algo.isBlank() ? defaults() : defaults().withAlgorithms(parseAlgorithms(algo));
+        if (algo != null && !algo.isBlank()) {
+            options = options.withAlgorithms(parseAlgorithms(algo));
+        }
+        String scratch = env.get(SCRATCH_ENV);
+        if (scratch != null && !scratch.isBlank()) {
+            options = options.withScratchBytes(parseBytes(SCRATCH_ENV, scratch));
+        }
+        return options;
+    }
+
+    /**
+     * A byte count: decimal digits with an optional suffix {@code K}, {@code M}, {@code G} or
+     * {@code T} (powers of 1024, either case, {@code B} or {@code iB} after it allowed), at least 1.
+     *
+     * @throws JmscclppException INVALID_USAGE naming {@code variable} and the value otherwise
+     */
+    public static long parseBytes(String variable, String value) {
+        String v = value.strip().toUpperCase(Locale.ROOT);
+        if (v.endsWith("IB")) {
+            v = v.substring(0, v.length() - 2);
+        } else if (v.endsWith("B")) {
+            v = v.substring(0, v.length() - 1);
+        }
+        int shift = 0;
+        if (!v.isEmpty()) {
+            int unit = "KMGT".indexOf(v.charAt(v.length() - 1));
+            if (unit >= 0) {
+                shift = 10 * (unit + 1);
+                v = v.substring(0, v.length() - 1);
+            }
+        }
+        try {
+            if (v.isEmpty() || !v.chars().allMatch(Character::isDigit)) {
+                throw new NumberFormatException();
+            }
+            long n = Long.parseLong(v);
+            if (n < 1 || n > Long.MAX_VALUE >> shift) {
+                throw new NumberFormatException();
+            }
+            return n << shift;
+        } catch (NumberFormatException e) {
+            throw invalid(variable + " must be a byte count such as 268435456, 256M or 1G, got '" + value + "'");
+        }
     }
 
     /**
