@@ -407,13 +407,13 @@ public final class NativeCallBench {
         // untimed rounds (C has one) until the JIT has compiled the loop for this binding and call
         int warm = 0;
         int quiet = 0;
-        while (warm < JIT_WARMUP_ROUNDS || quiet < 2 && warm < JIT_WARMUP_MAX_ROUNDS) {
+        while (warm < JIT_WARMUP_ROUNDS || quiet < JitSettle.QUIET_STEPS && warm < JIT_WARMUP_MAX_ROUNDS) {
             long before = JitSettle.compileMillis();
             timedCalls(hot, call, f, o.iters());
             quiet = JitSettle.compileMillis() - before <= JitSettle.QUIET_MILLIS ? quiet + 1 : 0;
             warm++;
         }
-        warmUps.add(warm, quiet >= 2);
+        warmUps.add(warm, quiet >= JitSettle.QUIET_STEPS);
         double[] perCall = new double[o.rounds()];
         for (int r = 0; r < perCall.length; r++) {
             perCall[r] = (double) timedCalls(hot, call, f, o.iters()) / o.iters();
