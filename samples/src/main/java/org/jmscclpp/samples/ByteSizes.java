@@ -1,6 +1,6 @@
 package org.jmscclpp.samples;
 
-import java.util.Locale;
+import org.jmscclpp.core.ByteCount;
 
 /** Byte counts on the command line ({@code 4096}, {@code 4K}, {@code 256M}, {@code 1G}: powers of 1024) and in tables. */
 public final class ByteSizes {
@@ -9,19 +9,13 @@ public final class ByteSizes {
     }
 
     /**
-     * Parses a count of bytes with an optional binary suffix K, M or G (upper or lower case, an
-     * optional trailing {@code B} or {@code iB}).
+     * Parses a count of bytes in {@link ByteCount}'s syntax: digits with an optional binary suffix K,
+     * M, G or T (upper or lower case, an optional trailing {@code B} or {@code iB}).
      *
      * @throws IllegalArgumentException naming {@code option} when it is not such a count or overflows
      */
     public static long parse(String option, String value) {
-        String v = value.strip().toUpperCase(Locale.ROOT);
-        if (v.endsWith("IB")) {
-            v = v.substring(0, v.length() - 2);
-        } else if (v.endsWith("B")) {
-            v = v.substring(0, v.length() - 1);
-        }
-        long n = scaled(v);
+        long n = ByteCount.parse(value);
         if (n >= 0) {
             return n;
         }
@@ -30,30 +24,13 @@ public final class ByteSizes {
     }
 
     /**
-     * Digits with an optional suffix K, M or G (upper or lower case; powers of 1024, {@code 1M} is
-     * 1048576): the count, or -1 when {@code value} is not such a count or it overflows.
+     * Digits with an optional suffix K, M, G or T (upper or lower case; powers of 1024, {@code 1M}
+     * is 1048576) and no byte unit: the count, or -1 when {@code value} is not such a count or it
+     * overflows.
      */
     static long scaled(String value) {
-        String v = value.strip().toUpperCase(Locale.ROOT);
-        int shift = 0;
-        if (!v.isEmpty()) {
-            switch (v.charAt(v.length() - 1)) {
-                case 'K' -> shift = 10;
-                case 'M' -> shift = 20;
-                case 'G' -> shift = 30;
-                default -> shift = 0;
-            }
-        }
-        String digits = shift == 0 ? v : v.substring(0, v.length() - 1);
-        try {
-            long n = Long.parseLong(digits);
-            if (n >= 0 && n <= Long.MAX_VALUE >> shift) {
-                return n << shift;
-            }
-        } catch (NumberFormatException e) {
-            // not a count
-        }
-        return -1;
+        String v = value.strip();
+        return v.endsWith("b") || v.endsWith("B") ? -1 : ByteCount.parse(v);
     }
 
     /** {@code 4 KiB}, {@code 256 MiB}, {@code 1 GiB} for exact multiples, else {@code 3000 B}. */

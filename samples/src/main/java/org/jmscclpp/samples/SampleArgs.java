@@ -113,7 +113,7 @@ public final class SampleArgs {
                 .build();
     }
 
-    /** A byte count: digits, an optional K, M or G (powers of 1024), an optional B or iB ({@link ByteSizes#parse}). */
+    /** A byte count: digits, an optional K, M, G or T (powers of 1024), an optional B or iB ({@link ByteSizes#parse}). */
     public static final class Bytes implements ITypeConverter<Long> {
         @Override
         public Long convert(String value) {
@@ -126,7 +126,7 @@ public final class SampleArgs {
         }
     }
 
-    /** A count: digits with an optional K, M or G (powers of 1024: {@code 1M} is 1048576). */
+    /** A count: digits with an optional K, M, G or T (powers of 1024: {@code 1M} is 1048576). */
     public static final class Count implements ITypeConverter<Long> {
         @Override
         public Long convert(String value) {

@@ -2,9 +2,9 @@ package org.jmscclpp.core.collective;
 
 import java.time.Duration;
 import java.util.EnumMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import org.jmscclpp.core.ByteCount;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -86,38 +86,16 @@ public record CollectiveOptions(@Nullable Duration timeout, long scratchBytes, i
     }
 
     /**
-     * A byte count: decimal digits with an optional suffix {@code K}, {@code M}, {@code G} or
-     * {@code T} (powers of 1024, either case, {@code B} or {@code iB} after it allowed), at least 1.
+     * A byte count in {@link ByteCount}'s syntax ({@code 268435456}, {@code 256M}, {@code 1G}), at least 1.
      *
      * @throws JmscclppException INVALID_USAGE naming {@code variable} and the value otherwise
      */
     public static long parseBytes(String variable, String value) {
-        String v = value.strip().toUpperCase(Locale.ROOT);
-        if (v.endsWith("IB")) {
-            v = v.substring(0, v.length() - 2);
-        } else if (v.endsWith("B")) {
-            v = v.substring(0, v.length() - 1);
-        }
-        int shift = 0;
-        if (!v.isEmpty()) {
-            int unit = "KMGT".indexOf(v.charAt(v.length() - 1));
-            if (unit >= 0) {
-                shift = 10 * (unit + 1);
-                v = v.substring(0, v.length() - 1);
-            }
-        }
-        try {
-            if (v.isEmpty() || !v.chars().allMatch(Character::isDigit)) {
-                throw new NumberFormatException();
-            }
-            long n = Long.parseLong(v);
-            if (n < 1 || n > Long.MAX_VALUE >> shift) {
-                throw new NumberFormatException();
-            }
-            return n << shift;
-        } catch (NumberFormatException e) {
+        long n = ByteCount.parse(value);
+        if (n < 1) {
             throw invalid(variable + " must be a byte count such as 268435456, 256M or 1G, got '" + value + "'");
         }
+        return n;
     }
 
     /**

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import org.jmscclpp.core.ByteCount;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.ClassPathResources;
@@ -26,8 +27,8 @@ import org.jspecify.annotations.Nullable;
  * {@code ranks} is {@code *}, {@code N} or {@code A-B} ({@code A-*} for A and more);
  * {@code topology} is {@code *} or the engine's word for how the ranks are linked ({@code shm} for
  * the host backend, {@code nvlink} or {@code pcie} for GPUs of one host); {@code max-bytes} is
- * {@code *} or the largest size the row covers, with an optional {@code K}, {@code M} or {@code G}
- * (powers of 1024). The size of a call is nccl-tests' S: the larger of its send and receive bytes
+ * {@code *} or the largest size the row covers, in {@link ByteCount}'s syntax ({@code 256K}, {@code 1M}:
+ * powers of 1024). The size of a call is nccl-tests' S: the larger of its send and receive bytes
  * ({@link CollectiveCall#size(int)}).
  */
 public final class TuningTable {
@@ -144,19 +145,16 @@ public final class TuningTable {
         return new int[] {lo, "*".equals(hi) ? Integer.MAX_VALUE : Integer.parseInt(hi)};
     }
 
-    /** {@code *} or a size with an optional K, M or G suffix (powers of 1024). */
+    /** {@code *} or a size in {@link ByteCount}'s syntax ({@code 64K}, {@code 1G}). */
     static long bytes(String s) {
         if ("*".equals(s)) {
             return Long.MAX_VALUE;
         }
-        String u = s.toUpperCase(Locale.ROOT);
-        long scale = 1;
-        char last = u.charAt(u.length() - 1);
-        if (last == 'K' || last == 'M' || last == 'G') {
-            scale = last == 'K' ? 1L << 10 : last == 'M' ? 1L << 20 : 1L << 30;
-            u = u.substring(0, u.length() - 1);
+        long n = ByteCount.parse(s);
+        if (n < 0) {
+            throw new NumberFormatException(s);
         }
-        return Math.multiplyExact(Long.parseLong(u), scale);
+        return n;
     }
 
     private static JmscclppException invalid(String source, int line, String detail) {

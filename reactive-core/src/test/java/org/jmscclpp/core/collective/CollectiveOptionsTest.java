@@ -30,16 +30,6 @@ class CollectiveOptionsTest {
     }
 
     @Test
-    void byteCountsTakeBinarySuffixes() {
-        assertEquals(4096, CollectiveOptions.parseBytes("X", "4096"));
-        assertEquals(64L << 10, CollectiveOptions.parseBytes("X", "64k"));
-        assertEquals(256L << 20, CollectiveOptions.parseBytes("X", "256MiB"));
-        assertEquals(1L << 30, CollectiveOptions.parseBytes("X", " 1G "));
-        assertEquals(2L << 40, CollectiveOptions.parseBytes("X", "2TB"));
-        assertEquals(7, CollectiveOptions.parseBytes("X", "7B"));
-    }
-
-    @Test
     void aBadByteCountIsInvalidUsageNamingTheVariable() {
         for (String bad : new String[] {"", "M", "-1", "0", "1.5G", "12X", "99999999999T", "0x100", "1 G"}) {
             JmscclppException e = assertThrows(JmscclppException.class,
