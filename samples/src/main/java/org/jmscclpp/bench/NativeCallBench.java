@@ -3,8 +3,6 @@ package org.jmscclpp.bench;
 import com.sun.jna.Memory;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -18,6 +16,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.Backend;
@@ -536,7 +535,10 @@ public final class NativeCallBench {
     // ---------------------------------------------------------------------------------------------
     // idle proxy
 
-    /** One window: the process's CPU and, for a platform poller, the poller thread's, in percent of a core. */
+    /**
+     * One window: the process's CPU and the poller's threads' ({@link CpuTime#proxyThreads}; -1 without a
+     * proxy), in percent of a core.
+     */
     record Idle(String what, double seconds, double processPercent, double pollerPercent) {
     }
 
@@ -552,13 +554,13 @@ public final class NativeCallBench {
             StringBuilder sb = new StringBuilder();
             sb.append(String.format(Locale.ROOT, "%nidle proxy service on the %s backend (%s): CPU over %d s with no "
                     + "trigger, percent of one core%n%n", o.cuda() ? "cuda" : "host", backend, o.idleSeconds()));
-            sb.append("| poller | process CPU % | process − at rest % | poller thread CPU % | below 5% |\n"
+            sb.append("| poller | process CPU % | process − at rest % | poller threads CPU % | below 5% |\n"
                     + "|---|---:|---:|---:|---|\n");
             double rest = rows.getFirst().processPercent();
             for (Idle r : rows) {
                 boolean baseline = r == rows.getFirst();
                 double above = Math.max(0, r.processPercent() - rest);
-                // the poller thread's own figure where there is one; else the process's rise over the JVM at rest
+                // the poller's threads' own figure; the process's rise over the JVM at rest where there is none
                 double measure = r.pollerPercent() >= 0 ? r.pollerPercent() : above;
                 sb.append(String.format(Locale.ROOT, "| %s | %.2f | %s | %s | %s |%n", r.what(), r.processPercent(),
                         baseline ? "" : String.format(Locale.ROOT, "%.2f", above),
@@ -566,51 +568,40 @@ public final class NativeCallBench {
                         baseline ? "" : measure < IDLE_TARGET_PERCENT ? "yes" : "no"));
             }
             sb.append("\nprocess CPU: ProcessHandle's total CPU time over the window (every thread of the JVM); "
-                    + "poller thread: ThreadMXBean's CPU time of jmscclpp-proxy-N (platform poller only; a virtual "
-                    + "thread has no CPU time of its own: its figure is the process's rise over the JVM at rest).\n");
+                    + "poller threads: ThreadMXBean's CPU time of the threads the loop runs on: jmscclpp-proxy-N for the "
+                    + "platform poller, the virtual-thread scheduler's carriers (ForkJoinPool-N-worker-M), delay "
+                    + "scheduler (which ends timed parks) and unblocker for the virtual one.\n");
             return sb.toString();
         }
     }
 
     private static Idle idle(String what, Backend backend, ProxyService.@Nullable Poller poller, Duration window) {
-        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         if (poller == null) {
-            long cpu = processCpuNanos();
+            long cpu = CpuTime.processNanos();
             long start = System.nanoTime();
             rest(window);
-            return new Idle(what, window.toSeconds(), percent(processCpuNanos() - cpu, System.nanoTime() - start), -1);
+            return new Idle(what, window.toSeconds(), percent(CpuTime.processNanos() - cpu, System.nanoTime() - start),
+                    -1);
         }
         try (ProxyService proxy = ProxyService.builder(backend).poller(poller).build()) {
             proxy.start();
             // let the loop pass its idle spin and settle into parking before the window opens
             rest(Duration.ofMillis(200));
-            Thread pollerThread = poller == ProxyService.Poller.PLATFORM_THREAD ? findPoller() : null;
-            long threadCpu = pollerThread == null ? 0 : threads.getThreadCpuTime(pollerThread.threadId());
-            long cpu = processCpuNanos();
+            Predicate<String> pollerThreads = CpuTime.proxyThreads(poller);
+            long threadCpu = CpuTime.threadsNanos(pollerThreads);
+            long cpu = CpuTime.processNanos();
             long start = System.nanoTime();
             rest(window);
             long wall = System.nanoTime() - start;
-            double process = percent(processCpuNanos() - cpu, wall);
-            double thread = pollerThread == null ? -1
-                    : percent(threads.getThreadCpuTime(pollerThread.threadId()) - threadCpu, wall);
+            double process = percent(CpuTime.processNanos() - cpu, wall);
+            double thread = percent(CpuTime.threadsNanos(pollerThreads) - threadCpu, wall);
             proxy.stop().block(ProxyService.DEFAULT_STOP_TIMEOUT.plusSeconds(1));
             return new Idle(what, window.toSeconds(), process, thread);
         }
     }
 
-    /** The newest platform thread named {@code jmscclpp-proxy-*}, or null. */
-    private static @Nullable Thread findPoller() {
-        return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().startsWith("jmscclpp-proxy-") && t.isAlive())
-                .max((a, b) -> Long.compare(a.threadId(), b.threadId())).orElse(null);
-    }
-
-    private static long processCpuNanos() {
-        return ProcessHandle.current().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
-    }
-
     private static double percent(long cpuNanos, long wallNanos) {
-        return wallNanos <= 0 ? 0 : 100.0 * cpuNanos / wallNanos;
+        return 100 * CpuTime.cores(cpuNanos, wallNanos);
     }
 
     /** Parks the calling thread for the measurement window itself (this is what is measured, not a wait for something). */

@@ -46,6 +46,8 @@ public final class ProxyBench {
     static final double POLLER_TARGET = 1.2;
     /** Java round trip over the C floor's, at most. */
     static final double FLOOR_TARGET = 2.0;
+    /** A busy proxy's process CPU, in cores, at most (issue 15: a busy proxy spins on at most one core). */
+    static final double BUSY_TARGET_CORES = 1.0;
 
     private static final Duration JOB_TIMEOUT = Duration.ofMinutes(5);
     private static final Pattern LINE = Pattern.compile(
@@ -86,9 +88,10 @@ public final class ProxyBench {
      * @param platform  the platform-thread poller's value, or null when missing
      * @param floor     the C floor's round trip (ping-pong rows), or null
      * @param floorRow  whether the row is a round trip that the C floor applies to
+     * @param busyRow   whether the row is the busy proxy's CPU (its own target, not the pollers' ratio)
      */
     record Row(String label, long iters, boolean rate, @Nullable Double virtual, @Nullable Double platform,
-               @Nullable Double floor, boolean floorRow) {
+               @Nullable Double floor, boolean floorRow, boolean busyRow) {
 
         /** Virtual's cost over platform's: time over time, or platform's rate over virtual's; above 1 is slower. */
         @Nullable Double pollerRatio() {
@@ -104,7 +107,7 @@ public final class ProxyBench {
 
         @Nullable Boolean pollerTargetMet() {
             Double r = pollerRatio();
-            return r == null ? null : r <= POLLER_TARGET;
+            return r == null || busyRow ? null : r <= POLLER_TARGET;
         }
 
         @Nullable Boolean floorTargetMet(@Nullable Double java) {
@@ -240,6 +243,7 @@ public final class ProxyBench {
         out.println();
         out.println(pollerTargetLine(rows));
         out.println(floorTargetLine(rows, floor.problem()));
+        out.println(busyTargetLine(rows));
         if (floor.problem() != null) {
             out.println("C floor skipped: " + floor.problem());
         }
@@ -312,15 +316,31 @@ public final class ProxyBench {
                     (long) (o.triggers() / t) * t * o.rounds(), true, results, ProxyBenchRankSample.RATE_MPS + "/" + t,
                     null, false));
         }
+        rows.addAll(busyRows(o, results));
         return rows;
     }
 
     private static Row row(String label, long iters, boolean rate, Map<String, Map<Poller, Result>> results,
                            String key, @Nullable Double floor, boolean floorRow) {
+        return row(label, iters, rate, results, key, floor, floorRow, false);
+    }
+
+    /** The busy proxy's CPU: its threads' (the target's row), then its process's, while rank 1 pushed every trigger. */
+    static List<Row> busyRows(ProxyBenchRankSample.Options o, Map<String, Map<Poller, Result>> results) {
+        long triggers = ProxyBenchRankSample.busyTriggers(o);
+        return List.of(row("busy proxy: its threads' CPU while every trigger above was pushed, cores", triggers, false,
+                results, ProxyBenchRankSample.BUSY_CORES + "/0", null, false, true),
+                row("busy proxy: its process's CPU meanwhile, cores", triggers, false, results,
+                        ProxyBenchRankSample.BUSY_PROCESS_CORES + "/0", null, false, true));
+    }
+
+    private static Row row(String label, long iters, boolean rate, Map<String, Map<Poller, Result>> results,
+                           String key, @Nullable Double floor, boolean floorRow, boolean busyRow) {
         Map<Poller, Result> byPoller = results.getOrDefault(key, Map.of());
         Result v = byPoller.get(Poller.VIRTUAL_THREAD);
         Result p = byPoller.get(Poller.PLATFORM_THREAD);
-        return new Row(label, iters, rate, v == null ? null : v.value(), p == null ? null : p.value(), floor, floorRow);
+        return new Row(label, iters, rate, v == null ? null : v.value(), p == null ? null : p.value(), floor, floorRow,
+                busyRow);
     }
 
     /** "1 int", "1K ints", "4M ints". */
@@ -358,6 +378,10 @@ public final class ProxyBench {
                 .append(")\n");
         sb.append("C floor: the same round trips in C, same counts: fork, one shared mapping, memcpy of the ints and a"
                 + " 64-bit flag stored with release and spun on with acquire; measured after the Java ranks exited\n");
+        sb.append("busy proxy: the CPU time of rank 0's proxy threads (ThreadMXBean: the platform poller's thread,"
+                + " or the virtual-thread scheduler's carriers, delay scheduler and unblocker) and of its process (ProcessHandle, every thread of its"
+                + " JVM) from before it sent its fifo until rank 1 ended the trigger and rate measurements, over that"
+                + " time: the proxy handling triggers nearly all the time\n");
         sb.append("both pollers in this run, virtual first, each with its own proxies and warm-up; virtual/platform is a"
                 + " cost ratio (time over time, or platform rate over virtual rate): above 1, virtual is slower\n");
         return sb.toString();
@@ -407,6 +431,18 @@ public final class ProxyBench {
         long platform = measured.stream().filter(r -> Boolean.TRUE.equals(r.floorTargetMet(r.platform()))).count();
         return head + "virtual met on " + virtual + " of " + measured.size() + " sizes, platform met on " + platform
                 + " of " + measured.size() + " sizes";
+    }
+
+    /** {@code target: a busy proxy spins on at most one core (its threads' CPU): virtual 0.98, platform 1.00 cores: met}. */
+    static String busyTargetLine(List<Row> rows) {
+        String head = "target: a busy proxy spins on at most one core (its threads' CPU): ";
+        Row busy = rows.stream().filter(Row::busyRow).findFirst().orElse(null);
+        if (busy == null || busy.virtual() == null || busy.platform() == null) {
+            return head + "not measured";
+        }
+        boolean met = busy.virtual() <= BUSY_TARGET_CORES && busy.platform() <= BUSY_TARGET_CORES;
+        return head + "virtual " + format(busy.virtual(), 2) + ", platform " + format(busy.platform(), 2) + " cores: "
+                + (met ? "met" : "not met");
     }
 
     private static boolean leftAligned(int column, int columns) {

@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import org.jmscclpp.bootstrap.BootstrapOptions;
 import org.jmscclpp.bootstrap.RankEnvironment;
 import org.jmscclpp.bootstrap.TcpBootstrap;
@@ -61,6 +62,10 @@ import reactor.core.publisher.Mono;
  *       producer over the mapping, pushing {@code triggers / T} of the same triggers without a
  *       sync until its last: triggers over the time from the start signal until every thread's
  *       last trigger was consumed; median of {@code rounds} rounds;</li>
+ *   <li><b>busy proxy CPU</b>: the CPU time of rank 0's proxy threads (ThreadMXBean: the platform
+ *       poller's thread, or the virtual-thread scheduler's threads) and of its process
+ *       over the whole of the two measurements above, in cores: what a proxy that has triggers to
+ *       handle all the time takes of the host;</li>
  *   <li><b>ping-pong</b>, MSCCL++'s PingPongPerf for 1, 1K, 1M and 4M ints: rank 0 stamps its
  *       buffer, {@code putWithSignal}s the ints, {@code flush}es and {@code wait}s; rank 1 waits,
  *       checks the stamp, stamps, puts back with a signal and flushes. The stamp is the round's
@@ -73,9 +78,11 @@ import reactor.core.publisher.Mono;
  * PROXY poller=VIRTUAL_THREAD metric=trigger_us param=1 iters=500000 value=0.8123
  * PROXY poller=VIRTUAL_THREAD metric=rate_mps param=3 iters=500000 value=1.2345
  * PROXY poller=PLATFORM_THREAD metric=pingpong_us param=1024 iters=20000 value=12.3456
+ * PROXY poller=PLATFORM_THREAD metric=busy_cores param=0 iters=2500000 value=0.9876
+ * PROXY poller=PLATFORM_THREAD metric=busy_process_cores param=0 iters=2500000 value=1.0432
  * </pre>
- * ({@code param}: producer threads for the trigger metrics, ints for the ping-pong; {@code iters}:
- * triggers or round trips timed in all.) A wrong stamp or a failed step ends the rank with an error.
+ * ({@code param}: producer threads for the trigger metrics, ints for the ping-pong, 0 for the busy
+ * CPU; {@code iters}: triggers or round trips timed in all, every trigger pushed for the busy CPU.) A wrong stamp or a failed step ends the rank with an error.
  */
 public final class ProxyBenchRankSample implements Sample {
 
@@ -92,6 +99,12 @@ public final class ProxyBenchRankSample implements Sample {
 
     static final String TRIGGER_US = "trigger_us";
     static final String RATE_MPS = "rate_mps";
+    /**
+     * The CPU of rank 0's proxy threads ({@link CpuTime#proxyThreads}), in cores, while rank 1 pushed every trigger of the trigger and rate measurements.
+     */
+    static final String BUSY_CORES = "busy_cores";
+    /** The same for rank 0's whole process (every thread of its JVM). */
+    static final String BUSY_PROCESS_CORES = "busy_process_cores";
     static final String PINGPONG_US = "pingpong_us";
 
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
@@ -104,6 +117,15 @@ public final class ProxyBenchRankSample implements Sample {
     }
 
     /** Timed round trips of {@code ints} ints: {@code iters}, fewer where they would move more than {@link #BUDGET}. */
+    /** The triggers rank 1 pushes in the trigger and rate measurements (the window of {@link #BUSY_CORES}). */
+    static long busyTriggers(Options o) {
+        long n = (long) o.triggers() * (1 + o.rounds());
+        for (int t = 1; t <= o.threads(); t++) {
+            n += (long) (o.triggers() / t) * t * o.rounds();
+        }
+        return n;
+    }
+
     static int itersFor(int ints, int iters) {
         return (int) Math.max(MIN_ITERS, Math.min(iters, BUDGET / (8L * ints)));
     }
@@ -165,6 +187,10 @@ public final class ProxyBenchRankSample implements Sample {
                 proxy.start();
                 int tag = 1 + poller.ordinal();
                 if (rank == 0) {
+                    Predicate<String> proxyThreads = CpuTime.proxyThreads(poller);
+                    long threadsCpu = CpuTime.threadsNanos(proxyThreads);
+                    long cpu = CpuTime.processNanos();
+                    long start = System.nanoTime();
                     try (RegisteredMemory fifo = comm.registerMemory(proxy.fifoBuffer(),
                             TransportFlags.of(Transport.HOST_IPC))) {
                         byte[] ids = ByteBuffer.allocate(4 * Integer.BYTES).putInt(semaphore.value())
@@ -175,6 +201,12 @@ public final class ProxyBenchRankSample implements Sample {
                         Blocking.done(bs.barrier(TIMEOUT.multipliedBy(4)), TIMEOUT.multipliedBy(4), rank,
                                 "wait for the producer measurements");
                     }
+                    // what a busy proxy takes: its threads, and this process, which did little else meanwhile
+                    long wall = System.nanoTime() - start;
+                    say(line(poller, BUSY_CORES, 0, busyTriggers(o),
+                            CpuTime.cores(CpuTime.threadsNanos(proxyThreads) - threadsCpu, wall)));
+                    say(line(poller, BUSY_PROCESS_CORES, 0, busyTriggers(o),
+                            CpuTime.cores(CpuTime.processNanos() - cpu, wall)));
                 } else {
                     RegisteredMemory fifo = Blocking.value(comm.recvMemory(0, tag), TIMEOUT, rank, "receive the fifo");
                     ByteBuffer ids = ByteBuffer.wrap(Blocking.value(bs.recv(0, TAG, TIMEOUT), TIMEOUT.plusSeconds(5),

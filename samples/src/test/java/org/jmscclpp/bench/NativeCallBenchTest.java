@@ -143,8 +143,9 @@ class NativeCallBenchTest {
     }
 
     /**
-     * The idle proxy on the host backend, for real: a table with a row per poller and the poller thread's own
-     * figure. Whether it is below 5% of a core is the benchmark's finding, not this test's: it depends on the load.
+     * The idle proxy on the host backend, for real: a table with a row per poller and the poller's threads' own
+     * figure (the platform poller's thread, the virtual-thread scheduler's). Whether it is below 5% of a core is
+     * the benchmark's finding, not this test's: it depends on the load.
      */
     @Test
     @Timeout(60)
@@ -158,10 +159,11 @@ class NativeCallBenchTest {
         assertEquals(ExitCodes.OK, code, err.toString(StandardCharsets.UTF_8));
         assertTrue(table.contains("| no proxy service (the JVM at rest) |"), table);
         assertTrue(table.contains("| VIRTUAL_THREAD |") && table.contains("| PLATFORM_THREAD |"), table);
-        String platform = table.lines().filter(l -> l.startsWith("| PLATFORM_THREAD |")).findFirst().orElseThrow();
-        double threadPercent = Double.parseDouble(platform.split("\\|")[4].strip());
-        assertTrue(threadPercent >= 0 && threadPercent <= 100 * Runtime.getRuntime().availableProcessors(), platform);
-        assertTrue(platform.endsWith(threadPercent < NativeCallBench.IDLE_TARGET_PERCENT ? "| yes |" : "| no |"),
-                platform);
+        for (String poller : new String[] {"| PLATFORM_THREAD |", "| VIRTUAL_THREAD |"}) {
+            String row = table.lines().filter(l -> l.startsWith(poller)).findFirst().orElseThrow();
+            double threadPercent = Double.parseDouble(row.split("\\|")[4].strip());
+            assertTrue(threadPercent >= 0 && threadPercent <= 100 * Runtime.getRuntime().availableProcessors(), row);
+            assertTrue(row.endsWith(threadPercent < NativeCallBench.IDLE_TARGET_PERCENT ? "| yes |" : "| no |"), row);
+        }
     }
 }

@@ -61,18 +61,31 @@ class ProxyBenchTest {
                 lines.get(header + 7));
         assertTrue(lines.get(header + 8).matches("\\| triggers/s, 2 producer threads, M/s +\\| +6000" + poller
                 + noFloor), lines.get(header + 8));
-        assertEquals("", lines.get(header + 9), r.out());
-        assertTrue(lines.get(header + 10).matches("target: virtual-thread poller within 1\\.2x of the platform-thread "
-                + "poller: (met on 7 of 7 rows|not met on [1-7] of 7 rows \\(.+\\))"), lines.get(header + 10));
+        // 3000 triggers x (1 untimed + 2 rounds), then 2 rounds with 1 thread and with 2: 9000 + 6000 + 6000
+        assertTrue(lines.get(header + 9).matches("\\| busy proxy: its threads' CPU while every trigger above was pushed,"
+                + " cores +\\| +21000" + poller + " +- \\| +- \\| +- \\| n/a +\\| - +\\|"), lines.get(header + 9));
+        assertTrue(lines.get(header + 10).matches("\\| busy proxy: its process's CPU meanwhile, cores +\\| +21000" + poller
+                + " +- \\| +- \\| +- \\| n/a +\\| - +\\|"), lines.get(header + 10));
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("busy proxy: the CPU time of rank 0's proxy threads")),
+                r.out());
+        assertEquals("", lines.get(header + 11), r.out());
+        assertTrue(lines.get(header + 12).matches("target: virtual-thread poller within 1\\.2x of the platform-thread "
+                + "poller: (met on 7 of 7 rows|not met on [1-7] of 7 rows \\(.+\\))"), lines.get(header + 12));
         if (floor) {
-            assertTrue(lines.get(header + 11).matches("target: Java round trip <= 2\\.0x the C floor: virtual met on "
-                    + "[0-4] of 4 sizes, platform met on [0-4] of 4 sizes"), lines.get(header + 11));
-            assertEquals(header + 12, lines.size(), r.out());
+            assertTrue(lines.get(header + 13).matches("target: Java round trip <= 2\\.0x the C floor: virtual met on "
+                    + "[0-4] of 4 sizes, platform met on [0-4] of 4 sizes"), lines.get(header + 13));
         } else {
             assertEquals("target: Java round trip <= 2.0x the C floor: not evaluated (no C floor)",
-                    lines.get(header + 11));
-            assertTrue(lines.get(header + 12).startsWith("C floor skipped: no C compiler"), r.out());
-            assertEquals(header + 13, lines.size(), r.out());
+                    lines.get(header + 13));
+        }
+        assertTrue(lines.get(header + 14).matches("target: a busy proxy spins on at most one core \\(its threads' CPU\\):"
+                + " virtual " + NUMBER + ", platform " + NUMBER + " cores: " + VERDICT),
+                lines.get(header + 14));
+        if (floor) {
+            assertEquals(header + 15, lines.size(), r.out());
+        } else {
+            assertTrue(lines.get(header + 15).startsWith("C floor skipped: no C compiler"), r.out());
+            assertEquals(header + 16, lines.size(), r.out());
         }
     }
 
@@ -133,13 +146,14 @@ class ProxyBenchTest {
         put(results, "pingpong_us", 1 << 20, 900.0, 850.0);
         put(results, "rate_mps", 1, 2.0, 3.0);            // platform 1.5x the rate: not met
         put(results, "rate_mps", 2, 3.0, 3.3);            // 1.1x: met
+        put(results, "busy_cores", 0, 1.01, 0.97);        // not the pollers' target: its own
         Map<Integer, Double> floor = Map.of(1, 10.0, 1024, 20.0, 1 << 20, 500.0, 4 << 20, 2000.0);
         List<ProxyBench.Row> rows = ProxyBench.rows(o, results, floor);
-        assertEquals(7, rows.size());
+        assertEquals(9, rows.size());
         assertEquals(1.1, rows.get(0).pollerRatio(), 1e-9);
         assertEquals(1.5, rows.get(4 + 1).pollerRatio(), 1e-9, "rates: platform over virtual");
         List<String> lines = ProxyBench.table(rows).lines().toList();
-        assertEquals(9, lines.size());
+        assertEquals(11, lines.size());
         assertTrue(lines.get(2).matches("\\| trigger from another process, µs +\\| +2000 \\| +1\\.10 \\| +1\\.00 \\| +1\\.10"
                 + " \\| +- \\| +- \\| +- \\| met +\\| - +\\|"), lines.get(2));
         assertTrue(lines.get(3).matches("\\| ping-pong 1 int, µs +\\| +100 \\| +30\\.00 \\| +20\\.00 \\| +1\\.50 \\| +10\\.00"
@@ -153,6 +167,18 @@ class ProxyBenchTest {
                 + "(ping-pong 1 int, µs; triggers/s, 1 producer thread, M/s)", ProxyBench.pollerTargetLine(rows));
         assertEquals("target: Java round trip <= 2.0x the C floor: virtual met on 2 of 4 sizes, platform met on 3 of 4 "
                 + "sizes", ProxyBench.floorTargetLine(rows, null));
+        assertTrue(lines.get(9).matches("\\| busy proxy: .+, cores +\\| +7000 \\| +1\\.01 \\| +0\\.97 \\| +1\\.04 \\|"
+                + " +- \\| +- \\| +- \\| n/a +\\| - +\\|"), lines.get(9));
+        assertTrue(lines.get(10).matches("\\| busy proxy: its process's CPU meanwhile, cores +\\| +7000 \\| +n/a \\| +n/a \\|"
+                + " +n/a \\| +- \\| +- \\| +- \\| n/a +\\| - +\\|"), lines.get(10));
+        assertEquals("target: a busy proxy spins on at most one core (its threads' CPU): virtual 1.01, platform 0.97 "
+                + "cores: not met", ProxyBench.busyTargetLine(rows));
+        put(results, "busy_cores", 0, 0.99, 0.97);
+        assertTrue(ProxyBench.busyTargetLine(ProxyBench.rows(o, results, floor)).endsWith("virtual 0.99, platform 0.97"
+                + " cores: met"));
+        results.remove("busy_cores/0");
+        assertEquals("target: a busy proxy spins on at most one core (its threads' CPU): not measured",
+                ProxyBench.busyTargetLine(ProxyBench.rows(o, results, floor)));
         List<ProxyBench.Row> noFloor = ProxyBench.rows(o, results, Map.of());
         assertEquals("target: Java round trip <= 2.0x the C floor: not evaluated (no C floor)",
                 ProxyBench.floorTargetLine(noFloor, "no C compiler (cc, gcc, clang) on the PATH"));
