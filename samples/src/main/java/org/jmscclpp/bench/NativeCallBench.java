@@ -1,9 +1,7 @@
 package org.jmscclpp.bench;
 
-import com.sun.jna.Memory;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,12 +12,12 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.core.Backend;
+import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.host.HostBackend;
 import org.jmscclpp.core.proxy.ProxyService;
@@ -28,6 +26,7 @@ import org.jmscclpp.nativebridge.CudaDriver;
 import org.jmscclpp.nativebridge.CudaHotCalls;
 import org.jmscclpp.nativebridge.Verbs;
 import org.jmscclpp.samples.ExitCodes;
+import org.jmscclpp.samples.Launcher;
 import org.jmscclpp.samples.SampleArgs;
 import org.jmscclpp.samples.Version;
 import org.jspecify.annotations.Nullable;
@@ -39,10 +38,11 @@ import picocli.CommandLine.Option;
  * ({@code cuEventQuery}, {@code cuCtxSetCurrent}, {@code cuStreamWriteValue64_v2},
  * {@code cuMemcpyDtoDAsync_v2}, {@code cuLaunchKernel}) the cost per call from C ({@code native_calls.c},
  * compiled here and run first, on the same GPU), from Java through JNA (the binding before) and through the
- * JDK's foreign-function API (after), both bindings measured in this JVM ({@link CudaHotCalls#jna()},
- * {@link CudaHotCalls#ffm()}) the way the C program measures: ROUNDS rounds of ITERS calls after an untimed
- * round (in Java two or more, until the JIT has settled), the median round's ns per call, calls that enqueue work in batches of 512 with the context synchronized
- * between batches outside the timed part. Target: Java (FFM) at most 1.1× C. InfiniBand verbs are not measured
+ * JDK's foreign-function API (after), each binding in a JVM of its own ({@link NativeCallJava}:
+ * {@link CudaHotCalls#jna()}, {@link CudaHotCalls#ffm()}) measured the way the C program measures: ROUNDS
+ * rounds of ITERS calls after an untimed round (in Java two or more, until the JIT has settled), the median
+ * round's ns per call, calls that enqueue work in batches of 512 with the context synchronized between batches
+ * outside the timed part. Target: Java (FFM) at most 1.1× C. InfiniBand verbs are not measured
  * (no hot verbs call goes through FFM yet); the table says whether libibverbs loads here.
  *
  * <p>Then, unless {@code --idle-seconds 0}: the CPU an idle {@link ProxyService} takes (issue 15: below 5% of a
@@ -71,17 +71,6 @@ public final class NativeCallBench {
 
     private static final String NAME = "jmscclpp bench native";
     private static final String SOURCE = "native_calls.c";
-    private static final int BATCH = 512;
-    /** Untimed rounds before the timed ones at least (C runs one)... */
-    private static final int JIT_WARMUP_ROUNDS = 2;
-    /**
-     * ... then more until two rounds in a row in which this JVM's compilers worked at most
-     * {@link JitSettle#QUIET_MILLIS} ms, this many in all at most: a binding measured after another
-     * runs the same loop, whose compiled code the first one's profile shaped and which the JIT
-     * compiles again for the second only after some thousands of its calls.
-     */
-    private static final int JIT_WARMUP_MAX_ROUNDS = 12;
-    private static final int COPY_BYTES = 64;
     private static final Duration COMPILE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration RUN_TIMEOUT = Duration.ofSeconds(300);
     private static final Pattern CALL_LINE = Pattern.compile(
@@ -266,11 +255,6 @@ public final class NativeCallBench {
     // ---------------------------------------------------------------------------------------------
     // Java
 
-    /** The state the calls use: the same objects as the C program's. */
-    private record Fixture(long context, long stream, long event, long function, long word, long src, long dst,
-                           Memory params) {
-    }
-
     /**
      * The Java side: each binding's calls on this (platform) thread, and the FFM binding's again on
      * a virtual thread (what the default proxy poller runs on).
@@ -294,96 +278,56 @@ public final class NativeCallBench {
         synchronized String describe() {
             return String.format(Locale.ROOT, "%d to %d untimed rounds before each of the %d measured (binding, call)"
                     + " pairs, until two rounds in a row in which the JIT compiled at most %d ms (at most %d rounds): "
-                    + "%s", JIT_WARMUP_ROUNDS, mostRounds, measured, JitSettle.QUIET_MILLIS, JIT_WARMUP_MAX_ROUNDS,
+                    + "%s", NativeCallJava.JIT_WARMUP_ROUNDS, mostRounds, measured, JitSettle.QUIET_MILLIS,
+                    NativeCallJava.JIT_WARMUP_MAX_ROUNDS,
                     unsettled == 0 ? "settled before every one" : "still compiling before " + unsettled);
         }
     }
 
+    /**
+     * Each binding's calls, each in a JVM of its own ({@link NativeCallJava}, as C runs in its own
+     * process): a loop that one binding's calls trained is not the other's, whose calls would run it
+     * while the JIT was still undoing the first one's assumptions.
+     */
     private static JavaSide measureJava(Options o, Set<Call> skipped) {
-        int[] device = new int[1];
-        long[] out = new long[1];
-        CudaDriver.check(CudaDriver.cuInit(0), "cuInit");
-        CudaDriver.check(CudaDriver.cuDeviceGet(device, o.device()), "cuDeviceGet(" + o.device() + ")");
-        CudaDriver.check(CudaDriver.cuDevicePrimaryCtxRetain(out, device[0]), "cuDevicePrimaryCtxRetain");
-        long context = out[0];
-        try {
-            CudaDriver.check(CudaDriver.cuCtxSetCurrent(context), "cuCtxSetCurrent");
-            CudaDriver.check(CudaDriver.cuStreamCreate(out, CudaDriver.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-            long stream = out[0];
-            CudaDriver.check(CudaDriver.cuEventCreate(out, CudaDriver.CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-            long event = out[0];
-            long[] words = new long[3];
-            for (int i = 0; i < 3; i++) {
-                CudaDriver.check(CudaDriver.cuMemAlloc_v2(out, i == 0 ? Long.BYTES : COPY_BYTES), "cuMemAlloc_v2");
-                words[i] = out[0];
-            }
-            byte[] ptx = (PTX + "\0").getBytes(StandardCharsets.US_ASCII);
-            CudaDriver.check(CudaDriver.cuModuleLoadData(out, ptx), "cuModuleLoadData(empty kernel)");
-            long module = out[0];
-            try (Memory argument = new Memory(Long.BYTES); Memory params = new Memory(Long.BYTES)) {
-                CudaDriver.check(CudaDriver.cuModuleGetFunction(out, module, "jmscclpp_empty"), "cuModuleGetFunction");
-                argument.setLong(0, words[0]);
-                params.setPointer(0, argument);
-                CudaDriver.check(CudaDriver.cuEventRecord(event, stream), "cuEventRecord");
-                CudaDriver.check(CudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
-                Fixture f = new Fixture(context, stream, event, out[0], words[0], words[1], words[2], params);
-                Map<CudaHotCalls.Binding, Map<Call, Double>> result = new EnumMap<>(CudaHotCalls.Binding.class);
-                WarmUps warmUps = new WarmUps();
-                for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
-                    result.put(binding, medians(CudaHotCalls.of(binding), f, o, skipped, warmUps));
+        Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding = new EnumMap<>(CudaHotCalls.Binding.class);
+        Map<Call, Double> virtual = new EnumMap<>(Call.class);
+        WarmUps warmUps = new WarmUps();
+        for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
+            Map<Call, Double> platform = new EnumMap<>(Call.class);
+            List<String> problems = new ArrayList<>();
+            BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(1).mainClass(NativeCallJava.class.getName(),
+                    NativeCallJava.args(binding, o, skipped)), RUN_TIMEOUT, line -> {
+                        if (line.stderr()) {
+                            return false;
+                        }
+                        NativeCallJava.Line l = NativeCallJava.Line.parse(line.text());
+                        if (l == null) {
+                            return false;
+                        }
+                        synchronized (problems) {
+                            if (l.call() == null) {
+                                warmUps.add(l.rounds(), l.settled());
+                            } else if (l.binding() != binding) {
+                                problems.add("a line of another binding: " + line.text());
+                            } else {
+                                (l.virtual() ? virtual : platform).put(l.call(), l.ns());
+                            }
+                        }
+                        return true;
+                    });
+            synchronized (problems) {
+                String error = outcome.error() != null ? outcome.error()
+                        : !problems.isEmpty() ? String.join("; ", problems) : null;
+                if (error != null) {
+                    throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Java side through " + binding
+                            + ": " + error + "; its last output: " + String.join(" | ", outcome.lastOutput()))
+                            .phase("bench native").build();
                 }
-                return new JavaSide(result, onVirtualThread(f, o, skipped, warmUps), warmUps);
-            } finally {
-                CudaDriver.cuModuleUnload(module);
-                for (long w : words) {
-                    CudaDriver.cuMemFree_v2(w);
-                }
-                CudaDriver.cuEventDestroy_v2(event);
-                CudaDriver.cuStreamDestroy_v2(stream);
-            }
-        } finally {
-            CudaDriver.cuDevicePrimaryCtxRelease_v2(device[0]);
-        }
-    }
-
-    /** The FFM binding's calls measured on a virtual thread (its carrier made the context current first). */
-    private static Map<Call, Double> onVirtualThread(Fixture f, Options o, Set<Call> skipped, WarmUps warmUps) {
-        AtomicReference<Map<Call, Double>> ns = new AtomicReference<>(Map.of());
-        AtomicReference<@Nullable RuntimeException> failed = new AtomicReference<>();
-        Thread t = Thread.ofVirtual().name("jmscclpp-bench-native").start(() -> {
-            try {
-                CudaHotCalls hot = CudaHotCalls.of(CudaHotCalls.Binding.FFM);
-                CudaDriver.check(hot.cuCtxSetCurrent(f.context()), "cuCtxSetCurrent (virtual thread)");
-                ns.set(medians(hot, f, o, skipped, warmUps));
-            } catch (RuntimeException e) {
-                failed.set(e);
-            }
-        });
-        try {
-            if (!t.join(RUN_TIMEOUT)) {
-                throw new IllegalStateException("the virtual thread's calls did not end within " + RUN_TIMEOUT);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while the virtual thread measured", e);
-        }
-        RuntimeException e = failed.get();
-        if (e != null) {
-            throw e;
-        }
-        return ns.get();
-    }
-
-    /** The median cost of every call not skipped, through {@code hot}, on this thread. */
-    private static Map<Call, Double> medians(CudaHotCalls hot, Fixture f, Options o, Set<Call> skipped,
-                                             WarmUps warmUps) {
-        Map<Call, Double> ns = new EnumMap<>(Call.class);
-        for (Call call : Call.values()) {
-            if (!skipped.contains(call)) {
-                ns.put(call, median(hot, call, f, o, warmUps));
+                byBinding.put(binding, platform);
             }
         }
-        return ns;
+        return new JavaSide(byBinding, virtual, warmUps);
     }
 
     /** The FFM calls on this platform thread beside the same on a virtual thread. */
@@ -400,79 +344,6 @@ public final class NativeCallBench {
         sb.append(String.format(Locale.ROOT, "%nthe same %d calls x %d rounds; the virtual thread's carrier made the"
                 + " context current once before them%n", o.iters(), o.rounds()));
         return sb.toString();
-    }
-
-    private static double median(CudaHotCalls hot, Call call, Fixture f, Options o, WarmUps warmUps) {
-        // untimed rounds (C has one) until the JIT has compiled the loop for this binding and call
-        int warm = 0;
-        int quiet = 0;
-        while (warm < JIT_WARMUP_ROUNDS || quiet < JitSettle.QUIET_STEPS && warm < JIT_WARMUP_MAX_ROUNDS) {
-            long before = JitSettle.compileMillis();
-            timedCalls(hot, call, f, o.iters());
-            quiet = JitSettle.compileMillis() - before <= JitSettle.QUIET_MILLIS ? quiet + 1 : 0;
-            warm++;
-        }
-        warmUps.add(warm, quiet >= JitSettle.QUIET_STEPS);
-        double[] perCall = new double[o.rounds()];
-        for (int r = 0; r < perCall.length; r++) {
-            perCall[r] = (double) timedCalls(hot, call, f, o.iters()) / o.iters();
-        }
-        Arrays.sort(perCall);
-        int n = perCall.length;
-        return n % 2 == 1 ? perCall[n / 2] : (perCall[n / 2 - 1] + perCall[n / 2]) / 2;
-    }
-
-    /** {@code n} calls, timed; the nanoseconds they took (the drains between batches are not timed). */
-    private static long timedCalls(CudaHotCalls hot, Call call, Fixture f, long n) {
-        int failure = 0;
-        if (!call.enqueues()) {
-            long start = System.nanoTime();
-            if (call == Call.EVENT_QUERY) {
-                for (long i = 0; i < n; i++) {
-                    int r = hot.cuEventQuery(f.event());
-                    failure = failure == 0 ? r : failure;
-                }
-            } else {
-                for (long i = 0; i < n; i++) {
-                    int r = hot.cuCtxSetCurrent(f.context());
-                    failure = failure == 0 ? r : failure;
-                }
-            }
-            long elapsed = System.nanoTime() - start;
-            CudaDriver.check(failure, call.symbol + " through " + hot.binding());
-            return elapsed;
-        }
-        long elapsed = 0;
-        long value = 0;
-        for (long done = 0; done < n; ) {
-            long batch = Math.min(BATCH, n - done);
-            long start = System.nanoTime();
-            switch (call) {
-                case WRITE_VALUE -> {
-                    for (long i = 0; i < batch; i++) {
-                        int r = hot.cuStreamWriteValue64_v2(f.stream(), f.word(), ++value, 0);
-                        failure = failure == 0 ? r : failure;
-                    }
-                }
-                case MEMCPY -> {
-                    for (long i = 0; i < batch; i++) {
-                        int r = hot.cuMemcpyDtoDAsync_v2(f.dst(), f.src(), COPY_BYTES, f.stream());
-                        failure = failure == 0 ? r : failure;
-                    }
-                }
-                default -> {
-                    for (long i = 0; i < batch; i++) {
-                        int r = hot.cuLaunchKernel(f.function(), 1, 1, 1, 1, 1, 1, 0, f.stream(), f.params(), null);
-                        failure = failure == 0 ? r : failure;
-                    }
-                }
-            }
-            elapsed += System.nanoTime() - start;
-            CudaDriver.check(failure, call.symbol + " through " + hot.binding());
-            CudaDriver.check(CudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
-            done += batch;
-        }
-        return elapsed;
     }
 
     static String callTable(Options o, CSide c, Map<CudaHotCalls.Binding, Map<Call, Double>> java) {
@@ -503,7 +374,7 @@ public final class NativeCallBench {
         sb.append("\nibv_post_send, ibv_poll_cq: ").append(verbs()).append('\n');
         sb.append("\nC: native_calls.c, calls through dlsym'd pointers into the same libcuda; Java: CudaHotCalls.jna() "
                 + "(JNA direct mapping) and CudaHotCalls.ffm() (java.lang.foreign; cuEventQuery and cuCtxSetCurrent "
-                + "critical) in this JVM, measured as C measures (after untimed rounds: C one, Java as the next line "
+                + "critical), each in a JVM of its own, measured as C measures (after untimed rounds: C one, Java as the next line "
                 + "says).\n");
         return sb.toString();
     }

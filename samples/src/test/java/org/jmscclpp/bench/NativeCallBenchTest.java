@@ -13,8 +13,10 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.nativebridge.CudaDriver;
+import org.jmscclpp.nativebridge.CudaHotCalls;
 import org.jmscclpp.samples.ExitCodes;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -52,6 +54,26 @@ class NativeCallBenchTest {
             c.medianNs().forEach((call, ns) -> assertTrue(ns > 0 && Double.isFinite(ns), call + ": " + ns));
             System.out.println("C side: " + c.medianNs());
         }
+    }
+
+    /** The lines of the Java side's JVM survive the trip to the bench, and its arguments name what it skips. */
+    @Test
+    void theJavaSidesLinesAndArgumentsRoundTrip() {
+        NativeCallJava.Line call = new NativeCallJava.Line(CudaHotCalls.Binding.FFM, true, NativeCallBench.Call.MEMCPY,
+                3318.71234, 0, true);
+        assertEquals("JAVA binding=FFM thread=virtual call=cuMemcpyDtoDAsync_v2 ns=3318.7123", call.text());
+        assertEquals(new NativeCallJava.Line(CudaHotCalls.Binding.FFM, true, NativeCallBench.Call.MEMCPY, 3318.7123,
+                0, true), NativeCallJava.Line.parse(call.text()));
+        NativeCallJava.Line warm = new NativeCallJava.Line(CudaHotCalls.Binding.JNA, false, null, 0, 6, false);
+        assertEquals("JAVA-WARMUP binding=JNA rounds=6 settled=false", warm.text());
+        assertEquals(warm, NativeCallJava.Line.parse(warm.text()));
+        assertNull(NativeCallJava.Line.parse("JAVA binding=CUDA thread=platform call=cuEventQuery ns=1.0"));
+        assertNull(NativeCallJava.Line.parse("JAVA binding=FFM thread=platform call=cuNothing ns=1.0"));
+        assertNull(NativeCallJava.Line.parse("[rank 0] JAVA binding=FFM"));
+        NativeCallBench.Options o = NativeCallBench.parse(List.of("--iters", "100", "--rounds", "3", "--device", "1"));
+        assertEquals(List.of("JNA", "1", "100", "3", "-"), NativeCallJava.args(CudaHotCalls.Binding.JNA, o, Set.of()));
+        assertEquals(List.of("FFM", "1", "100", "3", "cuStreamWriteValue64_v2"), NativeCallJava.args(
+                CudaHotCalls.Binding.FFM, o, Set.of(NativeCallBench.Call.WRITE_VALUE)));
     }
 
     @Test
