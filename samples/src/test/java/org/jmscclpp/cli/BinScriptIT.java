@@ -41,9 +41,13 @@ class BinScriptIT {
     }
 
     private static Result run(Map<String, String> env, String... args) throws Exception {
+        return runIn(SAMPLES, env, args);
+    }
+
+    private static Result runIn(Path directory, Map<String, String> env, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(SCRIPT.toString()));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(SAMPLES.toFile());
+        ProcessBuilder pb = new ProcessBuilder(command).directory(directory.toFile());
         // the jar was packaged moments ago by this build; never start a nested build from a test
         pb.environment().put("JMSCCLPP_NO_BUILD", "1");
         pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
@@ -65,6 +69,16 @@ class BinScriptIT {
         } catch (IOException e) {
             return "<unreadable: " + e + ">";
         }
+    }
+
+    /** A relative path the user gives is the user's: the script runs Java in the caller's directory, not the checkout. */
+    @Test
+    void relativePathsAreTheCallersDirectorys(@TempDir Path dir) throws Exception {
+        Result r = runIn(dir, Map.of(), "bench", "coll", "allreduce", "--ranks", "2", "-b", "1K", "-e", "1K", "-n", "1",
+                "-w", "1", "--json", "out.json");
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(Files.size(dir.resolve("out.json")) > 0, r.err());
+        assertTrue(Files.notExists(ROOT.resolve("out.json")), "written into the checkout instead");
     }
 
     @Test
