@@ -429,7 +429,40 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         for (CollectiveCall call : calls) {
             planned.add(plan(call, callOptions));
         }
+        checkSelfPairs(planned);
         return List.copyOf(planned);
+    }
+
+    /**
+     * The sends of a batch to this rank itself and its receives from itself pair up in order, each
+     * pair alike (as in NCCL, a send to itself needs its receive in the same group). Checked with the
+     * other arguments, before the batch is numbered: nothing of it involves a peer, so a batch refused
+     * for it leaves the communicator usable.
+     *
+     * @throws JmscclppException INVALID_USAGE naming the counts or the pair that differs
+     */
+    private void checkSelfPairs(List<Planned> planned) {
+        List<Planned> out = new ArrayList<>();
+        List<Planned> in = new ArrayList<>();
+        for (Planned p : planned) {
+            CollectiveKind kind = p.call().kind();
+            if ((kind == CollectiveKind.SEND || kind == CollectiveKind.RECV) && p.call().peer() == rank) {
+                (kind == CollectiveKind.SEND ? out : in).add(p);
+            }
+        }
+        if (out.size() != in.size()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a batch with " + out.size() + " sends to this"
+                    + " rank itself and " + in.size() + " receives from it: each needs its match in the same group")
+                    .rank(rank).peer(rank).phase("send/recv").build();
+        }
+        for (int k = 0; k < out.size(); k++) {
+            Optional<String> mismatch = CallDescriptor.pointToPointMismatch(rank, out.get(k).descriptor(), rank,
+                    in.get(k).descriptor(), this::algorithmName);
+            if (mismatch.isPresent()) {
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, mismatch.get()).rank(rank).peer(rank)
+                        .phase("send/recv").build();
+            }
+        }
     }
 
     private static List<String> algorithmNames(List<Planned> planned) {

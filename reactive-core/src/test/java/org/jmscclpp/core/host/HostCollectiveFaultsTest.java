@@ -85,10 +85,15 @@ class HostCollectiveFaultsTest {
                 message(() -> c.allReduce(gpuMemory(), small, 1, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT)),
                 message(() -> c.with(CallOptions.algorithm("nosuch")).allReduce(small, small, 1, DataType.FLOAT32,
                         ReduceOp.SUM).block(LIMIT)),
+                // a send to itself needs its receive in the same group; the pair must agree
+                message(() -> c.send(small, 4, DataType.FLOAT32, 0).block(LIMIT)),
+                message(() -> c.group(g -> g.send(small, 4, DataType.FLOAT32, 0).recv(small, 2, DataType.FLOAT32, 0))
+                        .block(LIMIT)),
             };
             String[] expected = {"a count of -1", "holds 16 bytes, the call needs 20", "closed",
                 "overflows", "the recv buffer holds 16 bytes, the call needs 32", "root 2 is not a rank",
-                "peer -1 is not a rank", "overlap", "not host memory", "no all_reduce algorithm 'nosuch'"};
+                "peer -1 is not a rank", "overlap", "not host memory", "no all_reduce algorithm 'nosuch'",
+                "a batch with 1 sends to this rank itself and 0 receives from it", "does not match rank 0 recv(count 2"};
             for (int i = 0; i < expected.length; i++) {
                 assertTrue(messages[i].contains(expected[i]) && messages[i].contains("rank 0"),
                         "'" + messages[i] + "' should say '" + expected[i] + "'");
