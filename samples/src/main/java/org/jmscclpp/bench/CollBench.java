@@ -105,9 +105,9 @@ public final class CollBench {
                         .rankEnv(o::hostEnv).jvmArgs(jvmArgs),
                 JOB_TIMEOUT, line -> !line.stderr() && line.rank() == 0 && line.text().startsWith("COLL-")
                         && lines.add(line.text()));
-        CollReport report = lines.finish();
-        int code = ExitCodes.OK;
         String error = outcome.error();
+        CollReport report = lines.finish(error);
+        int code = ExitCodes.OK;
         if (error != null) {
             outcome.report(err, "coll", error);
             code = ExitCodes.FAILURE;
@@ -346,15 +346,15 @@ public final class CollBench {
             return true;
         }
 
-        /** The report of every line; prints what is not printed yet. */
-        synchronized CollReport finish() {
+        /** The report of every line; prints what is not printed yet, and the footer of a run {@code failure} ended. */
+        synchronized CollReport finish(@Nullable String failure) {
             flushPending();
             CollReport report = report(command, o, algorithm, List.copyOf(lines));
             if (!headed) {
                 out.print(CollTable.header(report));
                 headed = true;
             }
-            out.print(CollTable.footer(report));
+            out.print(CollTable.footer(report, failure));
             out.flush();
             return report;
         }

@@ -62,6 +62,14 @@ final class CollTable {
 
     /** What comes after the rows: the call overhead, the wrong values and the average bus bandwidths. */
     static String footer(CollReport r) {
+        return footer(r, null);
+    }
+
+    /**
+     * The footer of a run that {@code failure} ended early (null: it ran to its end): then no
+     * verdict on the values beyond the rows measured, and the last line says the test failed, and why.
+     */
+    static String footer(CollReport r, @Nullable String failure) {
         StringBuilder sb = new StringBuilder();
         String test = CollectiveRun.label(r.kind()) + "_perf";
         CallOverhead o = r.overhead();
@@ -69,7 +77,9 @@ final class CollTable {
             sb.append(overhead(o));
         }
         long wrong = r.wrong();
-        sb.append("# Out of bounds values : ").append(wrong).append(wrong == 0 ? " OK" : " FAILED").append('\n');
+        sb.append("# Out of bounds values : ").append(wrong).append(wrong > 0 ? " FAILED"
+                : failure != null ? " in the " + r.rows().size() + " rows measured before the run failed" : " OK")
+                .append('\n');
         sb.append("# Avg bus bandwidth    : ").append(r.averageBusbw(CollReport.JMSCCLPP).map(CollTable::g)
                 .orElse("N/A")).append(" \n");
         if (r.hasNccl()) {
@@ -80,7 +90,8 @@ final class CollTable {
             sb.append("# Avg bus bandwidth    : ").append(r.averageBusbw(CollReport.STAGED).map(CollTable::g)
                     .orElse("N/A")).append(" (staged)\n");
         }
-        sb.append("#\n# Collective test concluded: ").append(test).append('\n');
+        sb.append("#\n# Collective test ").append(failure == null ? "concluded: " + test : "FAILED: " + test + ": "
+                + failure).append('\n');
         return sb.toString();
     }
 

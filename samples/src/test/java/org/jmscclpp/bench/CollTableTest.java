@@ -155,8 +155,15 @@ class CollTableTest {
         assertTrue(lines.contains("# Out of bounds values : 3 FAILED"), lines.toString());
         assertTrue(lines.contains("# Avg bus bandwidth    : 0.64 "), lines.toString());
         assertEquals("# Collective test concluded: all_gather_perf", lines.getLast());
-        assertTrue(CollTable.render(report(CollectiveKind.SEND, 2, List.of(
-                m("jmscclpp", CollectiveKind.SEND, 1024, 256, false, 2.0, 0)))).contains("sendrecv_perf"));
+        CollReport sendRecv = report(CollectiveKind.SEND, 2, List.of(
+                m("jmscclpp", CollectiveKind.SEND, 1024, 256, false, 2.0, 0)));
+        assertTrue(CollTable.render(sendRecv).contains("sendrecv_perf"));
+        // a run that ended early says so, and gives no verdict beyond its rows
+        List<String> failed = CollTable.footer(sendRecv, "rank 1 exited with 1").lines().toList();
+        assertTrue(failed.contains("# Out of bounds values : 0 in the 1 rows measured before the run failed"),
+                failed.toString());
+        assertEquals("# Collective test FAILED: sendrecv_perf: rank 1 exited with 1", failed.getLast());
+        assertTrue(failed.stream().noneMatch(l -> l.contains("OK") || l.contains("concluded")), failed.toString());
     }
 
     @Test
