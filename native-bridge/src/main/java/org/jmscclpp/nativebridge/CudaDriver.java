@@ -79,10 +79,7 @@ public final class CudaDriver {
             library = NativeLibrary.getInstance(libraryName());
             Native.register(CudaDriver.class, library);
         } catch (UnsatisfiedLinkError | RuntimeException e) {
-            String message = String.valueOf(e.getMessage());
-            int newline = message.indexOf('\n');
-            reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: "
-                    + (newline < 0 ? message : message.substring(0, newline)).strip();
+            reason = "the CUDA driver library (" + libraryName() + ") cannot be loaded: " + LibraryLookup.oneLine(e);
             library = null;
         }
         UNAVAILABLE = reason;

@@ -87,10 +87,7 @@ public final class Verbs {
         try {
             Native.register(Verbs.class, NativeLibrary.getInstance(LIBRARY));
         } catch (UnsatisfiedLinkError | RuntimeException e) {
-            String message = String.valueOf(e.getMessage());
-            int newline = message.indexOf('\n');
-            reason = "libibverbs (" + LIBRARY + ") cannot be loaded: "
-                    + (newline < 0 ? message : message.substring(0, newline)).strip()
+            reason = "libibverbs (" + LIBRARY + ") cannot be loaded: " + LibraryLookup.oneLine(e)
                     + " (install rdma-core's libibverbs1)";
         }
         UNAVAILABLE = reason;
