@@ -70,6 +70,9 @@ final class BootstrapRoot implements AutoCloseable {
     private final int[] cores;
     private final InetSocketAddress[] addresses;
     private int count;
+    /** Connections that failed their handshake while collecting, and the last one's reason and address. */
+    private int handshakeFailures;
+    private String lastHandshakeFailure = "";
     private State state = State.COLLECTING;
     private @Nullable JmscclppException failure;
 
@@ -113,8 +116,10 @@ final class BootstrapRoot implements AutoCloseable {
                                 ch.close();
                                 return;
                             }
-                            ch.pipeline().addLast(new FrameEncoder(), PreambleHandler.accepting(secret,
-                                    PeerLinks.HANDSHAKE_TIMEOUT_NANOS, "bootstrap root", root::acceptClient));
+                            PreambleHandler handshake = PreambleHandler.accepting(secret,
+                                    PeerLinks.HANDSHAKE_TIMEOUT_NANOS, "bootstrap root", root::acceptClient);
+                            handshake.refusal().subscribe(why -> root.handshakeFailed(ch, why));
+                            ch.pipeline().addLast(new FrameEncoder(), handshake);
                         }
                     });
             return bindWithRetry(sb, address, bindDeadlineNanos, 10, timer)
@@ -227,6 +232,26 @@ final class BootstrapRoot implements AutoCloseable {
         clients.add(ch);
         NettyFutures.toMono(ch.closeFuture()).subscribe(closed -> clientClosed(ch));
         return true;
+    }
+
+    /**
+     * A connection failed its handshake: counted for the TIMEOUT of ranks that never check in (a rank
+     * with another job's secret gives up on the root's proof and closes), the first one logged.
+     */
+    private void handshakeFailed(Channel ch, String why) {
+        int failed;
+        synchronized (this) {
+            if (state != State.COLLECTING) {
+                return;
+            }
+            failed = ++handshakeFailures;
+            lastHandshakeFailure = why + ", from " + ch.remoteAddress();
+        }
+        if (failed == 1) {
+            LOG.log(Level.WARNING, "bootstrap root: a connection from {0} failed the handshake: {1} (a rank with "
+                    + "another {2}, or another job''s rank; later ones are logged at DEBUG)", ch.remoteAddress(), why,
+                    BootstrapOptions.SECRET_ENV);
+        }
     }
 
     private Mono<PreambleHandler.Answer> acceptClient(ChannelHandlerContext ctx, Preamble p) {
@@ -383,8 +408,12 @@ final class BootstrapRoot implements AutoCloseable {
     private JmscclppException missingRanks(String why) {
         List<Integer> missing = new ArrayList<>();
         int arrived;
+        int failures;
+        String lastFailure;
         synchronized (this) {
             arrived = count;
+            failures = handshakeFailures;
+            lastFailure = lastHandshakeFailure;
             for (int r = 0; r < expectedSize && missing.size() < 32; r++) {
                 if (checkedIn[r] == null) {
                     missing.add(r);
@@ -395,7 +424,10 @@ final class BootstrapRoot implements AutoCloseable {
                         + " ranks checked in within " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startNanos)
                         + " ms; never checked in: rank" + (missing.size() == 1 ? " " : "s ")
                         + missing.stream().map(String::valueOf).collect(Collectors.joining(", "))
-                        + (expectedSize - arrived > missing.size() ? ", ..." : "") + " (" + why + ")")
+                        + (expectedSize - arrived > missing.size() ? ", ..." : "") + " (" + why + ")"
+                        + (failures == 0 ? "" : "; " + failures + " connection" + (failures == 1 ? "" : "s")
+                        + " failed the handshake (the last: " + lastFailure + "): a rank with another "
+                        + BootstrapOptions.SECRET_ENV + ", or another job's?"))
                 .peer(missing.isEmpty() ? JmscclppException.NONE : missing.getFirst()).phase("root check-in").build();
     }
 

@@ -126,6 +126,12 @@ public final class TcpBootstrap implements Bootstrap {
     private volatile @Nullable Channel checkedInTo;
     /** Why the last connection attempt to the root failed; null once the root has answered. */
     private volatile @Nullable String rootUnreachable;
+    /**
+     * Why the last attempt that reached a root failed in the handshake (another job's secret, say),
+     * kept when later attempts fail otherwise: the root of this job gives up first, and after it only
+     * refused connections remain to report.
+     */
+    private volatile @Nullable String rootHandshake;
 
     private TcpBootstrap(int rank, int size, BootstrapOptions options) {
         this.rank = rank;
@@ -357,6 +363,12 @@ public final class TcpBootstrap implements Bootstrap {
         return result.mono().doFinally(signal -> timer.dispose());
     }
 
+    /** What to check when a handshake failed on a proof of the job secret: that every rank has the same one. */
+    static String handshakeHint(String why) {
+        return why.contains("proof of the job secret") ? " (does every rank of the job have the same "
+                + BootstrapOptions.SECRET_ENV + ", and is no other job's root at that address?)" : "";
+    }
+
     /**
      * This rank's check-in deadline passed without a welcome. Checked in with the root, it tells
      * the root it gives up and waits a little for the root's answer, which names the ranks that
@@ -368,10 +380,14 @@ public final class TcpBootstrap implements Bootstrap {
             return;
         }
         String unreachable = rootUnreachable;
+        String handshake = rootHandshake;
         JmscclppException mine = JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName
                         + " within " + options.initTimeout().toMillis() + " ms: " + (unreachable == null
                         ? "not every rank checked in"
-                        : "the root could not be reached (last attempt: " + unreachable + ")"))
+                        : "the root could not be reached (last attempt: " + unreachable + ")"
+                        + (handshake == null ? "" : handshake.equals(unreachable) ? handshakeHint(handshake)
+                        : "; an earlier attempt reached it, but the handshake failed: " + handshake
+                        + handshakeHint(handshake))))
                 .rank(rank).peer(unreachable == null ? JmscclppException.NONE : rootPeer)
                 .phase("root check-in").build();
         Channel ch = checkedInTo;
@@ -439,6 +455,7 @@ public final class TcpBootstrap implements Bootstrap {
                         handshake.refusal().subscribe(why -> {
                             if (!answered.get()) {
                                 rootUnreachable = why;   // another job's root on this port, say: retried
+                                rootHandshake = why;
                             }
                         });
                         ch.pipeline().addLast(new FrameEncoder(), handshake);

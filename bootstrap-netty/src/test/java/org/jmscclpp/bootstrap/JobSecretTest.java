@@ -117,12 +117,21 @@ class JobSecretTest {
         opened.add(one);
         CompletableFuture<TcpBootstrap> a = zero.initialize(address).toFuture();
         CompletableFuture<TcpBootstrap> b = one.initialize(address).toFuture();
+        List<String> messages = new ArrayList<>();
         for (CompletableFuture<TcpBootstrap> f : List.of(a, b)) {
             JmscclppException e = assertInstanceOf(JmscclppException.class,
                     assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS))
                             .getCause());
             assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+            messages.add(e.getMessage());
         }
+        // both say why: the root counts the connections that failed the handshake, the rank names the proof it
+        // refused and what to check (whatever its last attempt met: the root gives up first)
+        assertTrue(messages.get(0).contains("never checked in: rank 1") && messages.get(0).contains("failed the "
+                + "handshake") && messages.get(0).contains(BootstrapOptions.SECRET_ENV), messages.get(0));
+        assertTrue(messages.get(1).contains("the accepting side's proof of the job secret is wrong")
+                && messages.get(1).contains("does every rank of the job have the same " + BootstrapOptions.SECRET_ENV),
+                messages.get(1));
     }
 
     @Test
