@@ -87,11 +87,16 @@ public final class BootstrapOptions {
         }
         String f = env.get("MSCCLPP_BOOTSTRAP_MAX_FRAME");
         if (f != null && !f.isBlank()) {
+            int bytes;
             try {
-                b.maxFrameBytes(Integer.parseInt(f.strip()));
+                bytes = Integer.parseInt(f.strip());
             } catch (NumberFormatException e) {
                 throw invalid("MSCCLPP_BOOTSTRAP_MAX_FRAME is not an integer: '" + f + "'");
             }
+            if (bytes < MIN_FRAME_BYTES) {
+                throw invalid("MSCCLPP_BOOTSTRAP_MAX_FRAME must be at least " + MIN_FRAME_BYTES + ", got " + bytes);
+            }
+            b.maxFrameBytes(bytes);
         }
         b.socketIfname = blankToNull(env.get("MSCCLPP_SOCKET_IFNAME"));
         String fam = blankToNull(env.get("MSCCLPP_SOCKET_FAMILY"));

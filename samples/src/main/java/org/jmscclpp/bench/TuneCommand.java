@@ -62,7 +62,9 @@ public final class TuneCommand {
             try {
                 reports.add(CollJson.read(Files.readString(p, StandardCharsets.UTF_8)));
             } catch (IOException | IllegalArgumentException e) {
-                err.println("jmscclpp bench tune: cannot read " + p + ": " + e.getMessage());
+                // an I/O error's message may be the path alone (NoSuchFileException): its type says what happened
+                err.println("jmscclpp bench tune: cannot read " + p + ": " + (e instanceof IOException ? e
+                        : e.getMessage()));
                 return ExitCodes.USAGE;
             }
         }

@@ -104,7 +104,8 @@ final class RunCommand implements SampleArgs.Checked {
             RankExit f = failed.get();
             err.println("jmscclpp: rank " + f.rank() + " failed first, with exit code " + f.exitCode()
                     + job.describeOthers(f.rank()));
-            return ExitCodes.FAILURE;
+            // a rank that refused its arguments (exit 2) makes the job's a usage error too, as the launcher's own checks
+            return f.exitCode() == ExitCodes.USAGE ? ExitCodes.USAGE : ExitCodes.FAILURE;
         }
         return ExitCodes.OK;
     }

@@ -92,7 +92,7 @@ class RunCommandTest {
     @Test
     void sampleUsageErrorGivesExitCode2() {
         Cli r = cli("-n", "1", "exit-code", "300");
-        assertEquals(1, r.code());
+        assertEquals(2, r.code(), "a rank's usage error is the job's");
         assertTrue(String.join("\n", r.err()).contains("rank 0 failed first, with exit code 2"), r.err().toString());
     }
 }
