@@ -211,7 +211,8 @@ public final class InterfaceSelector {
      */
     void requireListMatches() {
         if (filter != null) {
-            byList(candidates(), filter);
+            List<NetIf> all = enumeration.get();
+            byList(all, candidatesOf(all), filter);
         }
     }
 
@@ -259,7 +260,7 @@ public final class InterfaceSelector {
     Selected select(@Nullable InetAddress hint) {
         List<NetIf> all = enumeration.get();
         List<Selected> candidates = candidatesOf(all);
-        Selected chosen = filter != null ? byList(candidates, filter) : byDefaultOrder(all, candidates, hint);
+        Selected chosen = filter != null ? byList(all, candidates, filter) : byDefaultOrder(all, candidates, hint);
         log(chosen);
         return chosen;
     }
@@ -431,15 +432,22 @@ public final class InterfaceSelector {
         return global6 != null ? global6 : linkLocal6;
     }
 
-    private Selected byList(List<Selected> candidates, InterfaceNameFilter list) {
+    private Selected byList(List<NetIf> all, List<Selected> candidates, InterfaceNameFilter list) {
         for (Selected c : candidates) {
             if (list.matches(c.name())) {
                 return withRule(c, filterSource + "=" + list.spec());
             }
         }
+        // an interface the list names whose only address of the family is the IPv6 loopback: say why it is not one
+        String loopbackOnly = all.stream().filter(n -> n.up() && list.matches(n.name())
+                        && n.addresses().stream().anyMatch(a -> a.address() instanceof Inet6Address
+                        && a.address().isLoopbackAddress() && family.allows(a.address())))
+                .map(NetIf::name).findFirst().map(n -> "; " + n + "'s IPv6 address is the loopback ::1, which is never"
+                        + " a candidate (as in NCCL): for a job on this host's loopback give the root address"
+                        + " MSCCLPP_COMM_ID=[::1]:PORT").orElse("");
         throw JmscclppException.builder(ErrorCode.INVALID_USAGE,
                 filterSource + " '" + list.spec() + "' matches no usable interface (family " + family
-                        + "); available: " + describeCandidates(candidates)).phase("interface").build();
+                        + "); available: " + describeCandidates(candidates) + loopbackOnly).phase("interface").build();
     }
 
     private Selected byDefaultOrder(List<NetIf> all, List<Selected> candidates, @Nullable InetAddress hint) {

@@ -148,6 +148,15 @@ class InterfaceSelectorTest {
                 () -> selector("eth1", "AF_INET6", ETH1).select(null));
         assertEquals(ErrorCode.INVALID_USAGE, wrongFamily.code());
         assertTrue(wrongFamily.detail().contains("AF_INET6"), wrongFamily.detail());
+
+        // lo named for IPv6: its ::1 is never a candidate, and the message says so and what to do instead
+        JmscclppException loopback6 = assertThrows(JmscclppException.class,
+                () -> selector("lo", "AF_INET6", up("lo", "127.0.0.1/8", "::1/128"), up("eth0", "fd00::2/64"))
+                        .select(null));
+        assertEquals(ErrorCode.INVALID_USAGE, loopback6.code());
+        assertTrue(loopback6.detail().contains("available: eth0 fd00::2/64; lo's IPv6 address is the loopback ::1")
+                && loopback6.detail().contains("MSCCLPP_COMM_ID=[::1]:PORT"), loopback6.detail());
+        assertTrue(!wrongFamily.detail().contains("loopback"), wrongFamily.detail());
     }
 
     @Test
