@@ -371,7 +371,18 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     @Override
     public final Optional<JmscclppException> failure() {
-        return Optional.ofNullable(failure);
+        return Optional.ofNullable(brokenBy());
+    }
+
+    /** A call's failure that broke this communicator, else the job's as the watch saw it (an abort, a dead peer). */
+    private @Nullable JmscclppException brokenBy() {
+        JmscclppException f = failure;
+        return f != null ? f : peerFailure;
+    }
+
+    /** The failure of a call that broke this communicator, or null (not the job's: {@link #peerFailure()}). */
+    protected final @Nullable JmscclppException callFailure() {
+        return failure;
     }
 
     @Override
@@ -544,7 +555,13 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
                     .rank(rank).phase(phase).build();
         }
+        // an abort reached every rank, which all refuse alike; a peer's departure only the ranks that watch it, and
+        // their calls still run, to fail where the others wait for them (the others learn of it from that)
         JmscclppException f = failure;
+        JmscclppException job = peerFailure;
+        if (f == null && job != null && job.code() == ErrorCode.ABORTED) {
+            f = job;
+        }
         if (f != null) {
             throw JmscclppException.builder(f.code(), "the collective communicator failed earlier and cannot run more"
                     + " calls (close it and create a new one): " + f.getMessage()).rank(rank).phase(phase).cause(f)

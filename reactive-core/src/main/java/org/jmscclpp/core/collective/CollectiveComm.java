@@ -167,7 +167,11 @@ public interface CollectiveComm extends AutoCloseable {
     /** A view of this communicator whose calls use {@code options}; it shares everything else (closing it closes this). */
     CollectiveComm with(CallOptions options);
 
-    /** The error that broke this communicator, if any. */
+    /**
+     * The error that broke this communicator, if any: a call's failure, or the job's as soon as this
+     * rank knows of it (an abort on any rank, this one's included; a dead or departed peer). Calls
+     * issued after a call's failure or an abort fail at once with it.
+     */
     Optional<JmscclppException> failure();
 
     /**

@@ -516,7 +516,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     // running calls
 
     private void run(Batch batch) {
-        JmscclppException broken = failure().orElse(null);
+        JmscclppException broken = callFailure();
         if (broken != null) {
             throw broken;   // an earlier call broke the communicator; the peers are not in this one
         }

@@ -304,6 +304,31 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /** After an abort (here or on a peer) failure() says so at once, and later calls fail up front with it. */
+    @Test
+    void anAbortedCommunicatorSaysSoAndRefusesLaterCallsAtOnce() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            CollectiveComm c = job.comms.get(0);
+            assertTrue(c.failure().isEmpty());
+            c.abort("the service shuts down");
+            JmscclppException f = c.failure().orElseThrow();
+            assertEquals(ErrorCode.ABORTED, f.code(), f.getMessage());
+            assertTrue(f.getMessage().contains("the service shuts down"), f.getMessage());
+            JmscclppException e = assertThrows(JmscclppException.class,
+                    () -> c.allReduce(b, b, 4, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT));
+            assertEquals(ErrorCode.ABORTED, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("failed earlier and cannot run more calls"), e.getMessage());
+            // the peer hears of it through the bootstrap, and refuses as well
+            CollectiveComm peer = job.comms.get(1);
+            long deadline = System.nanoTime() + LIMIT.toNanos();
+            while (peer.failure().isEmpty() && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(ErrorCode.ABORTED, peer.failure().orElseThrow().code());
+        }
+    }
+
     @Test
     void aPeerThatNeverCallsIsATimeoutAtTheDeadline() {
         try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
