@@ -30,6 +30,10 @@ public final class BenchJob {
 
         /** Prints {@code error} for {@code what} and the kept output to {@code err}. */
         public void report(PrintStream err, String what, String error) {
+            if (lastOutput.isEmpty()) {
+                err.printf("bench: %s failed: %s; the ranks printed nothing else%n", what, error);
+                return;
+            }
             err.printf("bench: %s failed: %s; last output:%n", what, error);
             lastOutput.forEach(l -> err.println("  " + l));
         }
@@ -54,7 +58,9 @@ public final class BenchJob {
                 error = "no result within " + timeout.toSeconds() + " s";
             } else if (running.firstFailure().isPresent()) {
                 Launcher.RankExit f = running.firstFailure().get();
-                error = "rank " + f.rank() + " exited with " + f.exitCode();
+                // 128 + N: the rank was killed by signal N (9: SIGKILL, the OOM killer's too); the others were stopped
+                error = "rank " + f.rank() + " exited with " + f.exitCode() + (f.exitCode() > 128 && f.exitCode() < 160
+                        ? " (killed by signal " + (f.exitCode() - 128) + ")" : "") + running.describeOthers(f.rank());
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
