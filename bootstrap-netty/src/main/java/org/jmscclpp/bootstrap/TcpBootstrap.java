@@ -381,9 +381,12 @@ public final class TcpBootstrap implements Bootstrap {
         }
         String unreachable = rootUnreachable;
         String handshake = rootHandshake;
+        boolean checkedIn = checkedInTo != null;
         JmscclppException mine = JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName
                         + " within " + options.initTimeout().toMillis() + " ms: " + (unreachable == null
-                        ? "not every rank checked in"
+                        ? checkedIn ? "not every rank checked in"
+                        : "this rank's connection got no answer to its handshake (is another program listening at"
+                        + " that address?)"
                         : "the root could not be reached (last attempt: " + unreachable + ")"
                         + (handshake == null ? "" : handshake.equals(unreachable) ? handshakeHint(handshake)
                         : "; an earlier attempt reached it, but the handshake failed: " + handshake
