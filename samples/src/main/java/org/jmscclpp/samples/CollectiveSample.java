@@ -90,11 +90,10 @@ public final class CollectiveSample implements Sample {
                         + " int8, uint8, int32, uint32, int64, uint64 (default: float)")
         DataType type = DataType.FLOAT32;
         @Option(names = {"-o", "--op", "--redop"}, paramLabel = "OP", converter = SampleArgs.Reduction.class,
-                description = "the reduction of allreduce, reducescatter and reduce: sum, prod, min, max, avg"
-                        + " (default: sum)")
-        @Nullable ReduceOp op;
+                description = "the reduction: sum, prod, min, max, avg (default: sum)")
+        ReduceOp op = ReduceOp.SUM;
         @Option(names = {"-r", "--root"}, paramLabel = "R", description = "the root of broadcast and reduce (default: 0)")
-        @Nullable Integer root;
+        int root;
         @Option(names = "--bytes", paramLabel = "S", converter = SampleArgs.Bytes.class,
                 description = "the size S in bytes, K/M/G suffixes (default: 1M)")
         long bytes = DEFAULT_BYTES;
@@ -103,9 +102,7 @@ public final class CollectiveSample implements Sample {
 
         @Override
         public void check() {
-            if (root != null) {
-                SampleArgs.range("--root", root, 0, 1023);
-            }
+            SampleArgs.range("--root", root, 0, 1023);
             SampleArgs.range("--iters", iters, 1, 10_000_000);
             if (bytes < 1) {
                 throw new IllegalArgumentException("--bytes must be at least 1");
@@ -113,24 +110,12 @@ public final class CollectiveSample implements Sample {
         }
 
         Options options() {
-            return new Options(backend, algorithm, type, op == null ? ReduceOp.SUM : op, root == null ? 0 : root, bytes,
-                    iters);
+            return new Options(backend, algorithm, type, op, root, bytes, iters);
         }
     }
 
-    /**
-     * The options of {@code kind}'s sample (named {@code sample}); a reduction given to a kind that
-     * reduces nothing, or a root to one without a root, is a usage error rather than ignored.
-     */
-    static Options parse(CollectiveKind kind, String sample, List<String> args) {
-        Args a = SampleArgs.parse(sample, new Args(), args);
-        if (a.op != null && !kind.reduces()) {
-            throw SampleArgs.usage(sample, "--redop: " + sample + " reduces nothing");
-        }
-        if (a.root != null && !kind.rooted()) {
-            throw SampleArgs.usage(sample, "--root: " + sample + " has no root");
-        }
-        return a.options();
+    static Options parse(String sample, List<String> args) {
+        return SampleArgs.parse(sample, new Args(), args).options();
     }
 
     @Override
@@ -141,7 +126,7 @@ public final class CollectiveSample implements Sample {
     @Override
     public int run(RankEnvironment env, List<String> args) {
         String sample = name(kind);
-        Options o = parse(kind, sample, args);
+        Options o = parse(sample, args);
         int n = env.worldSize();
         if (kind.rooted() && o.root() >= n) {
             throw SampleArgs.usage(sample, "--root " + o.root() + " is not a rank of " + n);
