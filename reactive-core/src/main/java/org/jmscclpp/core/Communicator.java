@@ -491,6 +491,13 @@ public final class Communicator implements AutoCloseable {
                 .rank(rank()).phase("communicator").build();
     }
 
+    /** Whether {@link #close()} ran. */
+    public boolean isClosed() {
+        synchronized (lock) {
+            return closed;
+        }
+    }
+
     private void checkOpen(String phase) {
         if (closed) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the communicator is closed").rank(rank())

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Callable;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.jmscclpp.core.Bootstrap;
@@ -95,6 +96,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private volatile @Nullable JmscclppException peerFailure;
     private volatile boolean closed;
     private @Nullable Disposable watch;
+    /** Calls issued and not ended yet (whether or not anyone still listens); guarded by lock, which it notifies. */
+    private int callsInFlight;
 
     /** Serialises register and deregister, which are collective and blocking on a virtual thread. */
     private final ReentrantLock registering = new ReentrantLock();
@@ -408,20 +411,80 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             List<Planned> planned = planAll(calls, callOptions);
             Duration limit = callOptions.timeout() != null ? callOptions.timeout() : timeout;
             Mono<Void> run;
+            String phase;
             synchronized (lock) {
                 Batch batch = nextBatch(calls, planned, limit, group);
+                phase = (calls.isEmpty() ? "group" : calls.get(0).kind().label()) + " #" + batch.number();
                 try {
                     run = execute(batch);
                 } catch (RuntimeException e) {
                     // part of the batch may be under way on peers already
-                    breakWith(e);
-                    throw e;
+                    JmscclppException typed = typed(e, phase);
+                    breakWith(typed);
+                    throw typed;
                 }
+                callsInFlight++;
             }
-            Mono<Void> checked = run.doOnError(this::breakWith);
+            // the call runs to its end whoever listens (a cancelled subscriber does not stop it): this subscription
+            // follows it, for deregister, which waits for the calls in flight, and for the communicator's failure
+            Mono<Void> checked = run.onErrorMap(e -> typed(e, phase)).doOnError(this::breakWith)
+                    .doOnTerminate(this::callEnded).cache();
+            checked.subscribe(v -> { }, e -> { });
             CollectiveProbes m = metrics;
             return m == null ? checked : m.timed(checked, calls, algorithmNames(planned), group);
         });
+    }
+
+    /**
+     * {@code e} as the error of a call: itself when typed; memory closed under the call (a buffer, a
+     * registration or the communicator the caller closed while it ran) INVALID_USAGE saying so;
+     * anything else INTERNAL_ERROR.
+     */
+    private JmscclppException typed(Throwable e, String phase) {
+        if (e instanceof JmscclppException j) {
+            return j;
+        }
+        if (e instanceof IllegalStateException && String.valueOf(e.getMessage()).contains("closed")) {
+            return JmscclppException.builder(ErrorCode.INVALID_USAGE, "memory this call uses was closed while it ran"
+                    + " (a buffer of the call, a registration, or the communicator" + (communicator.isClosed()
+                    ? ", which is closed" : "") + "): " + e.getMessage()).rank(rank).phase(phase).cause(e).build();
+        }
+        return JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "a collective call failed: " + e).rank(rank)
+                .phase(phase).cause(e).build();
+    }
+
+    private void callEnded() {
+        synchronized (lock) {
+            if (--callsInFlight == 0) {
+                lock.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Waits until no call of this rank is in flight (deregister must not unmap memory a call reads),
+     * at most the communicator's timeout.
+     *
+     * @throws JmscclppException TIMEOUT when calls are still in flight at the deadline
+     */
+    private void awaitCallsEnded(String phase) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (lock) {
+            while (callsInFlight > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw JmscclppException.builder(ErrorCode.TIMEOUT, callsInFlight + " call(s) issued before were"
+                            + " still running after " + timeout.toMillis() + " ms").rank(rank).phase(phase).build();
+                }
+                try {
+                    lock.wait(Math.max(1, left / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw JmscclppException.builder(ErrorCode.ABORTED, "interrupted while waiting for the calls in"
+                            + " flight").rank(rank).phase(phase).build();
+                }
+            }
+        }
     }
 
     /**
@@ -558,6 +621,11 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
                     .rank(rank).phase(phase).build();
         }
+        if (communicator.isClosed()) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the communicator this collective communicator"
+                    + " was made from is closed (close the collective communicator first)").rank(rank).phase(phase)
+                    .build();
+        }
         // an abort reached every rank, which all refuse alike; a peer's departure only the ranks that watch it, and
         // their calls still run, to fail where the others wait for them (the others learn of it from that)
         JmscclppException f = failure;
@@ -593,27 +661,34 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     @Override
     public final Mono<Void> register(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
-        return Mono.<Void>fromRunnable(() -> {
-            registering.lock();
-            try {
-                registerNow(DeviceBufferSlice.root(buffer));
-            } finally {
-                registering.unlock();
-            }
-        }).subscribeOn(virtual);
+        return registrationStep("register", () -> registerNow(DeviceBufferSlice.root(buffer)));
     }
 
+    /**
+     * Deregisters {@code buffer} once the calls in flight on this rank have ended (their kernels or
+     * workers may still read it through the peers' mappings).
+     */
     @Override
     public final Mono<Void> deregister(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
+        return registrationStep("deregister", () -> {
+            awaitCallsEnded("deregister");
+            deregisterNow(DeviceBufferSlice.root(buffer));
+        });
+    }
+
+    /** A register or deregister step: serialised, on a virtual thread; INVALID_USAGE once closed. */
+    private Mono<Void> registrationStep(String phase, Runnable step) {
         return Mono.<Void>fromRunnable(() -> {
             registering.lock();
             try {
-                deregisterNow(DeviceBufferSlice.root(buffer));
+                step.run();
             } finally {
                 registering.unlock();
             }
-        }).subscribeOn(virtual);
+        }).subscribeOn(virtual).onErrorMap(e -> e instanceof RejectedExecutionException,
+                e -> JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
+                        .rank(rank).phase(phase).build());
     }
 
     @Override

@@ -304,6 +304,48 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * Misuse around closing and deregistering: every error is typed. A deregister waits for the calls in flight (it
+     * unmapped the memory under one, whose worker then failed with a raw IllegalStateException); register and
+     * deregister after close are INVALID_USAGE (they failed on the closed scheduler); a call after the communicator
+     * under the collective one was closed is INVALID_USAGE saying so.
+     */
+    @Test
+    void closingAndDeregisteringUnderCallsGiveTypedErrorsAndNoCrash() {
+        int count = 1 << 22;
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                DeviceBuffer b = job.backends.get(r).allocate(4L * count);
+                for (int i = 0; i < count; i++) {
+                    b.hostSegment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, r + 1);
+                }
+                bufs.add(b);
+            }
+            job.all(r -> job.comms.get(r).register(bufs.get(r)));
+            // a large call in flight, then deregister at once: it waits, and the call's result is right
+            job.all(r -> Mono.when(job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), count, DataType.FLOAT32,
+                    ReduceOp.SUM), job.comms.get(r).deregister(bufs.get(r))));
+            for (int r = 0; r < 2; r++) {
+                assertEquals(3f, bufs.get(r).hostSegment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT,
+                        count - 1));
+                assertTrue(job.comms.get(r).failure().isEmpty(), "the communicator stays usable");
+            }
+            CollectiveComm c = job.comms.get(0);
+            job.communicators.get(0).close();
+            JmscclppException afterCommClosed = assertThrows(JmscclppException.class,
+                    () -> c.allReduce(bufs.get(0), bufs.get(0), 4, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT));
+            assertEquals(ErrorCode.INVALID_USAGE, afterCommClosed.code(), afterCommClosed.getMessage());
+            assertTrue(afterCommClosed.getMessage().contains("was made from is closed"), afterCommClosed.getMessage());
+            c.close();
+            for (Mono<Void> step : List.of(c.register(bufs.get(0)), c.deregister(bufs.get(0)))) {
+                JmscclppException e = assertThrows(JmscclppException.class, () -> step.block(LIMIT));
+                assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+                assertTrue(e.getMessage().contains("closed"), e.getMessage());
+            }
+        }
+    }
+
     /** After an abort (here or on a peer) failure() says so at once, and later calls fail up front with it. */
     @Test
     void anAbortedCommunicatorSaysSoAndRefusesLaterCallsAtOnce() {
