@@ -99,6 +99,11 @@ public final class NativeCallBench {
         boolean enqueues() {
             return this == WRITE_VALUE || this == MEMCPY || this == LAUNCH;
         }
+
+        /** The call whose driver symbol is {@code symbol}, if one is. */
+        static Optional<Call> bySymbol(String symbol) {
+            return Arrays.stream(values()).filter(c -> c.symbol.equals(symbol)).findFirst();
+        }
     }
 
     /** The options. */
@@ -248,7 +253,7 @@ public final class NativeCallBench {
     }
 
     private static Call call(String symbol, String line) {
-        return Arrays.stream(Call.values()).filter(c -> c.symbol.equals(symbol)).findFirst()
+        return Call.bySymbol(symbol)
                 .orElseThrow(() -> new IllegalStateException("a line for an unknown call: " + line));
     }
 

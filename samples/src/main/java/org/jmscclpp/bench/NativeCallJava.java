@@ -68,8 +68,7 @@ public final class NativeCallJava {
             try {
                 Matcher m = CALL_LINE.matcher(text.strip());
                 if (m.matches()) {
-                    Call call = Arrays.stream(Call.values()).filter(c -> c.symbol.equals(m.group(3))).findFirst()
-                            .orElse(null);
+                    Call call = Call.bySymbol(m.group(3)).orElse(null);
                     return call == null ? null : new Line(CudaHotCalls.Binding.valueOf(m.group(1)),
                             m.group(2).equals("virtual"), call, Double.parseDouble(m.group(4)), 0, true);
                 }
@@ -98,8 +97,7 @@ public final class NativeCallJava {
         Set<Call> skipped = EnumSet.noneOf(Call.class);
         if (!args[4].equals("-")) {
             for (String symbol : args[4].split(",")) {
-                skipped.add(Arrays.stream(Call.values()).filter(c -> c.symbol.equals(symbol)).findFirst()
-                        .orElseThrow(() -> new IllegalArgumentException("no call " + symbol)));
+                skipped.add(Call.bySymbol(symbol).orElseThrow(() -> new IllegalArgumentException("no call " + symbol)));
             }
         }
         try {
