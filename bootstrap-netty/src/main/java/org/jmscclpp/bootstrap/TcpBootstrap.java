@@ -370,6 +370,25 @@ public final class TcpBootstrap implements Bootstrap {
     }
 
     /**
+     * Why no welcome came: the last attempt's failure ({@code unreachable}), with the handshake's where
+     * one reached a root and failed there; with none, whether this rank had checked in.
+     */
+    private String whyNoWelcome(@Nullable String unreachable) {
+        if (unreachable == null) {
+            return checkedInTo != null ? "not every rank checked in"
+                    : "this rank's connection got no answer to its handshake (is another program listening at that"
+                    + " address?)";
+        }
+        String why = "the root could not be reached (last attempt: " + unreachable + ")";
+        String handshake = rootHandshake;
+        if (handshake == null) {
+            return why;
+        }
+        return why + (handshake.equals(unreachable) ? "" : "; an earlier attempt reached it, but the handshake failed: "
+                + handshake) + handshakeHint(handshake);
+    }
+
+    /**
      * This rank's check-in deadline passed without a welcome. Checked in with the root, it tells
      * the root it gives up and waits a little for the root's answer, which names the ranks that
      * never checked in (the root gives up a tenth earlier, but a busy host can delay its report);
@@ -380,17 +399,8 @@ public final class TcpBootstrap implements Bootstrap {
             return;
         }
         String unreachable = rootUnreachable;
-        String handshake = rootHandshake;
-        boolean checkedIn = checkedInTo != null;
         JmscclppException mine = JmscclppException.builder(ErrorCode.TIMEOUT, "no welcome from " + rootName
-                        + " within " + options.initTimeout().toMillis() + " ms: " + (unreachable == null
-                        ? checkedIn ? "not every rank checked in"
-                        : "this rank's connection got no answer to its handshake (is another program listening at"
-                        + " that address?)"
-                        : "the root could not be reached (last attempt: " + unreachable + ")"
-                        + (handshake == null ? "" : handshake.equals(unreachable) ? handshakeHint(handshake)
-                        : "; an earlier attempt reached it, but the handshake failed: " + handshake
-                        + handshakeHint(handshake))))
+                        + " within " + options.initTimeout().toMillis() + " ms: " + whyNoWelcome(unreachable))
                 .rank(rank).peer(unreachable == null ? JmscclppException.NONE : rootPeer)
                 .phase("root check-in").build();
         Channel ch = checkedInTo;
