@@ -46,7 +46,7 @@ public final class ProxyBench {
     static final double POLLER_TARGET = 1.2;
     /** Java round trip over the C floor's, at most. */
     static final double FLOOR_TARGET = 2.0;
-    /** A busy proxy's process CPU, in cores, at most (issue 15: a busy proxy spins on at most one core). */
+    /** A busy proxy's threads' CPU, in cores, at most (issue 15: a busy proxy spins on at most one core). */
     static final double BUSY_TARGET_CORES = 1.0;
 
     private static final Duration JOB_TIMEOUT = Duration.ofMinutes(5);

@@ -203,10 +203,10 @@ public final class ProxyBenchRankSample implements Sample {
                     }
                     // what a busy proxy takes: its threads, and this process, which did little else meanwhile
                     long wall = System.nanoTime() - start;
-                    say(line(poller, BUSY_CORES, 0, busyTriggers(o),
+                    long triggers = busyTriggers(o);
+                    say(line(poller, BUSY_CORES, 0, triggers,
                             CpuTime.cores(CpuTime.threadsNanos(proxyThreads) - threadsCpu, wall)));
-                    say(line(poller, BUSY_PROCESS_CORES, 0, busyTriggers(o),
-                            CpuTime.cores(CpuTime.processNanos() - cpu, wall)));
+                    say(line(poller, BUSY_PROCESS_CORES, 0, triggers, CpuTime.cores(CpuTime.processNanos() - cpu, wall)));
                 } else {
                     RegisteredMemory fifo = Blocking.value(comm.recvMemory(0, tag), TIMEOUT, rank, "receive the fifo");
                     ByteBuffer ids = ByteBuffer.wrap(Blocking.value(bs.recv(0, TAG, TIMEOUT), TIMEOUT.plusSeconds(5),
