@@ -14,6 +14,8 @@
  *   cuMemcpyDtoDAsync_v2     one 64-byte device-to-device copy enqueued
  *   cuLaunchKernel           one launch of an empty kernel (1 block of 1 thread, one u64 argument)
  *                            enqueued; the kernel is PTX JIT-compiled by the driver
+ *   native_calls_nothing     an empty function of this file (returns 0), called through a pointer as the
+ *                            driver's are: what a call itself costs, the floor under every binding
  * Each call is timed over ROUNDS rounds of ITERS calls, after one untimed round; per round the time
  * per call, with CLOCK_MONOTONIC around the calls. Calls that enqueue work are made in batches of 512
  * with the context synchronized between batches, outside the timed part, so that no call waits for
@@ -24,6 +26,12 @@
  *
  * Usage: native_calls ORDINAL ITERS ROUNDS     (ITERS >= 1, ROUNDS >= 1)
  * Exit status: 0 success; 1 a driver call failed (message on stderr); 2 bad arguments.
+ *
+ * Built with -shared -fPIC -DNATIVE_CALLS_LIBRARY the same file is a library for the Java side's JVM, which
+ * times the same loops in its own process, in rounds alternated with its own: native_calls_bind() opens the
+ * driver as main does (0, or 1 with the reason on stderr), native_calls_use(...) hands it the Java side's
+ * objects, native_calls_timed(which, n) returns the nanoseconds n calls took, and Java calls
+ * native_calls_nothing itself for the floor.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef NATIVE_CALLS_LIBRARY
+#define EXPORTED __attribute__((visibility("default")))
+#else
+#define EXPORTED
+#endif
 
 typedef int CUresult;
 typedef uint64_t CUdeviceptr;
@@ -44,6 +58,7 @@ typedef void *CUhandle;
 #define BATCH 512
 #define COPY_BYTES 64
 
+#ifndef NATIVE_CALLS_LIBRARY
 static const char PTX[] =
     ".version 7.0\n"
     ".target sm_75\n"
@@ -52,6 +67,7 @@ static const char PTX[] =
     "{\n"
     "    ret;\n"
     "}\n";
+#endif
 
 static CUresult (*cuInit)(unsigned);
 static CUresult (*cuDeviceGet)(int *, int);
@@ -79,6 +95,14 @@ static CUresult (*cuGetErrorName)(CUresult, const char **);
 
 static void *library;
 
+/* the floor: an empty function, never inlined or analysed across (each call is a real call), and the
+ * pointer it is called through, as the driver's entry points are */
+EXPORTED __attribute__((noinline, noipa)) int native_calls_nothing(int64_t argument) {
+    (void) argument;
+    return 0;
+}
+static int (*nothing)(int64_t);
+
 static void *symbol(const char *name) {
     void *p = dlsym(library, name);
     if (p == NULL) {
@@ -105,31 +129,32 @@ static double now_ns(void) {
     return (double) t.tv_sec * 1e9 + (double) t.tv_nsec;
 }
 
-static int compare(const void *a, const void *b) {
-    double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
 /* the state every measured call uses */
 static CUhandle context, stream, event, function;
 static CUdeviceptr word, src, dst;
 static uint64_t counter;
 static void *kernel_params[1];
 
-enum call { EVENT_QUERY, CTX_SET_CURRENT, WRITE_VALUE, MEMCPY, LAUNCH };
+enum call { EVENT_QUERY, CTX_SET_CURRENT, WRITE_VALUE, MEMCPY, LAUNCH, NOTHING };
 static const char *const NAMES[] = {
-    "cuEventQuery", "cuCtxSetCurrent", "cuStreamWriteValue64_v2", "cuMemcpyDtoDAsync_v2", "cuLaunchKernel"
+    "cuEventQuery", "cuCtxSetCurrent", "cuStreamWriteValue64_v2", "cuMemcpyDtoDAsync_v2", "cuLaunchKernel",
+    "native_calls_nothing"
 };
 
 /* n calls of `which`, timed; returns the nanoseconds the calls took (drains outside) */
 static double timed_calls(enum call which, long n) {
     double elapsed = 0;
     CUresult failure = CUDA_SUCCESS;
-    if (which == EVENT_QUERY || which == CTX_SET_CURRENT) {
+    if (which == EVENT_QUERY || which == CTX_SET_CURRENT || which == NOTHING) {
         double start = now_ns();
         if (which == EVENT_QUERY) {
             for (long i = 0; i < n; i++) {
                 CUresult r = cuEventQuery(event);
+                failure = failure == CUDA_SUCCESS ? r : failure;
+            }
+        } else if (which == NOTHING) {
+            for (long i = 0; i < n; i++) {
+                CUresult r = nothing((int64_t) i);
                 failure = failure == CUDA_SUCCESS ? r : failure;
             }
         } else {
@@ -173,6 +198,13 @@ static double timed_calls(enum call which, long n) {
     return elapsed;
 }
 
+#ifndef NATIVE_CALLS_LIBRARY
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
 static void measure(enum call which, long iters, int rounds) {
     double *per_call = malloc(sizeof(double) * (size_t) rounds);
     if (per_call == NULL) {
@@ -191,18 +223,10 @@ static void measure(enum call which, long iters, int rounds) {
     free(per_call);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: native_calls ORDINAL ITERS ROUNDS\n");
-        return 2;
-    }
-    int ordinal = atoi(argv[1]);
-    long iters = atol(argv[2]);
-    int rounds = atoi(argv[3]);
-    if (ordinal < 0 || iters < 1 || rounds < 1) {
-        fprintf(stderr, "native_calls: bad arguments (ORDINAL >= 0, ITERS >= 1, ROUNDS >= 1)\n");
-        return 2;
-    }
+#endif
+
+/* opens the driver library and binds every entry point; 0, or 1 with the reason on stderr */
+static int bind_driver(void) {
     const char *path = getenv("JMSCCLPP_CUDA_LIBRARY");
     if (path == NULL || path[0] == '\0') {
         path = "libcuda.so.1";
@@ -234,6 +258,53 @@ int main(int argc, char **argv) {
     cuModuleUnload = symbol("cuModuleUnload");
     cuModuleGetFunction = symbol("cuModuleGetFunction");
     cuLaunchKernel = symbol("cuLaunchKernel");
+    nothing = native_calls_nothing;
+    return 0;
+
+}
+
+#ifdef NATIVE_CALLS_LIBRARY
+
+EXPORTED int native_calls_bind(void) {
+    return bind_driver();
+}
+
+/* the Java side's objects: its context (current on the calling thread), stream, completed event, empty kernel and
+ * device words */
+EXPORTED void native_calls_use(CUhandle ctx, CUhandle strm, CUhandle evt, CUhandle fn, CUdeviceptr w, CUdeviceptr s,
+                               CUdeviceptr d) {
+    context = ctx;
+    stream = strm;
+    event = evt;
+    function = fn;
+    word = w;
+    src = s;
+    dst = d;
+    kernel_params[0] = &word;
+}
+
+/* the nanoseconds n calls of `which` took (as the executable times them); a failed call ends the process */
+EXPORTED double native_calls_timed(int which, long n) {
+    return timed_calls((enum call) which, n);
+}
+
+#else
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: native_calls ORDINAL ITERS ROUNDS\n");
+        return 2;
+    }
+    int ordinal = atoi(argv[1]);
+    long iters = atol(argv[2]);
+    int rounds = atoi(argv[3]);
+    if (ordinal < 0 || iters < 1 || rounds < 1) {
+        fprintf(stderr, "native_calls: bad arguments (ORDINAL >= 0, ITERS >= 1, ROUNDS >= 1)\n");
+        return 2;
+    }
+    if (bind_driver() != 0) {
+        return 1;
+    }
 
     int device;
     check(cuInit(0), "cuInit");
@@ -255,7 +326,7 @@ int main(int argc, char **argv) {
     int mem_ops = 0;
     check(cuDeviceGetAttribute(&mem_ops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device),
           "cuDeviceGetAttribute");
-    for (int which = EVENT_QUERY; which <= LAUNCH; which++) {
+    for (int which = EVENT_QUERY; which <= NOTHING; which++) {
         if (which == WRITE_VALUE && !mem_ops) {
             printf("SKIP name=%s reason=64-bit stream memory operations are off on this GPU\n", NAMES[which]);
             continue;
@@ -272,3 +343,5 @@ int main(int argc, char **argv) {
     cuDevicePrimaryCtxRelease_v2(device);
     return 0;
 }
+
+#endif

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -86,7 +87,9 @@ public final class NativeCallBench {
         CTX_SET_CURRENT("cuCtxSetCurrent", "context already current"),
         WRITE_VALUE("cuStreamWriteValue64_v2", "one enqueue"),
         MEMCPY("cuMemcpyDtoDAsync_v2", "64 B, one enqueue"),
-        LAUNCH("cuLaunchKernel", "empty kernel, one enqueue");
+        LAUNCH("cuLaunchKernel", "empty kernel, one enqueue"),
+        /** Not a driver call: an empty C function, the floor under each binding's calls. */
+        NOTHING("native_calls_nothing", "an empty C function: the call alone");
 
         final String symbol;
         final String note;
@@ -110,8 +113,20 @@ public final class NativeCallBench {
     record Options(long iters, int rounds, int device, int idleSeconds, boolean cuda) {
     }
 
-    /** The C program's figures: median ns per call by call, those it skipped with why, or why there are none. */
-    record CSide(Map<Call, Double> medianNs, Map<Call, String> skipped, @Nullable String problem) {
+    /**
+     * The C program's figures: median ns per call by call, those it skipped with why, or why there are none; and
+     * its library build for the Java side's JVMs, or null.
+     */
+    record CSide(Map<Call, Double> medianNs, Map<Call, String> skipped, @Nullable String problem,
+                 @Nullable Path library) {
+
+        CSide(Map<Call, Double> medianNs, Map<Call, String> skipped, @Nullable String problem) {
+            this(medianNs, skipped, problem, null);
+        }
+
+        CSide withLibrary(@Nullable Path built) {
+            return new CSide(medianNs, skipped, problem, built);
+        }
     }
 
     /** Runs the benchmark; returns the exit code. */
@@ -132,8 +147,8 @@ public final class NativeCallBench {
                 err.println("bench: native calls on GPU " + o.device() + ", " + o.iters() + " calls x " + o.rounds()
                         + " rounds, C first, then Java (JNA, FFM) ...");
                 CSide c = measureC(o);
-                JavaSide java = measureJava(o, c.skipped().keySet());
-                out.print(callTable(o, c, java.byBinding()));
+                JavaSide java = measureJava(o, c);
+                out.print(callTable(o, c, java.byBinding(), java.cInFfmJvm()));
                 out.println("Java's warm-up: " + java.warmUps().describe());
                 out.print(threadTable(o, java));
             }
@@ -201,13 +216,20 @@ public final class NativeCallBench {
         if (compiled.binary() == null) {
             return new CSide(Map.of(), Map.of(), compiled.error());
         }
+        // the same source as a library: the Java side's JVMs call its empty function and time its loops
+        ExternalProgram.Compiled library = ExternalProgram.compile(cc.get().toString(), SOURCE, "libnative_calls.so",
+                "jmscclpp-native-lib-", COMPILE_TIMEOUT, List.of("-shared", "-fPIC", "-DNATIVE_CALLS_LIBRARY", "-ldl"));
+        return runC(compiled.binary(), o).withLibrary(library.binary());
+    }
+
+    private static CSide runC(Path binary, Options o) {
         ExternalProgram.Run run;
         try {
-            run = ExternalProgram.run(List.of(compiled.binary().toString(), Integer.toString(o.device()),
+            run = ExternalProgram.run(List.of(binary.toString(), Integer.toString(o.device()),
                     Long.toString(o.iters()), Integer.toString(o.rounds())), RUN_TIMEOUT, ExternalProgram.Stop.KILL_TREE,
                     line -> line.startsWith("CALL ") || line.startsWith("SKIP "), 8, env -> { });
         } catch (IOException e) {
-            return new CSide(Map.of(), Map.of(), "cannot run " + compiled.binary() + ": " + e.getMessage());
+            return new CSide(Map.of(), Map.of(), "cannot run " + binary + ": " + e.getMessage());
         }
         if (run.timedOut() || run.exitCode() != 0) {
             return new CSide(Map.of(), Map.of(), (run.timedOut() ? "did not finish within " + RUN_TIMEOUT.toSeconds()
@@ -261,11 +283,11 @@ public final class NativeCallBench {
     // Java
 
     /**
-     * The Java side: each binding's calls on this (platform) thread, and the FFM binding's again on
-     * a virtual thread (what the default proxy poller runs on).
+     * The Java side: each binding's calls on this (platform) thread, the FFM binding's again on a virtual thread
+     * (what the default proxy poller runs on), and C's loops timed in FFM's JVM, in rounds alternated with its own.
      */
     record JavaSide(Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding, Map<Call, Double> ffmOnVirtualThread,
-                    WarmUps warmUps) {
+                    Map<Call, Double> cInFfmJvm, WarmUps warmUps) {
     }
 
     /** How the untimed rounds before each measured call went: the most any took, how many did not settle. */
@@ -294,15 +316,22 @@ public final class NativeCallBench {
      * process): a loop that one binding's calls trained is not the other's, whose calls would run it
      * while the JIT was still undoing the first one's assumptions.
      */
-    private static JavaSide measureJava(Options o, Set<Call> skipped) {
+    private static JavaSide measureJava(Options o, CSide c) {
+        Set<Call> skipped = EnumSet.noneOf(Call.class);
+        skipped.addAll(c.skipped().keySet());
+        if (c.library() == null) {
+            skipped.add(Call.NOTHING);
+        }
+        String library = c.library() == null ? null : c.library().toString();
         Map<CudaHotCalls.Binding, Map<Call, Double>> byBinding = new EnumMap<>(CudaHotCalls.Binding.class);
         Map<Call, Double> virtual = new EnumMap<>(Call.class);
+        Map<Call, Double> cInJvm = new EnumMap<>(Call.class);
         WarmUps warmUps = new WarmUps();
         for (CudaHotCalls.Binding binding : CudaHotCalls.Binding.values()) {
             Map<Call, Double> platform = new EnumMap<>(Call.class);
             List<String> problems = new ArrayList<>();
             BenchJob.Outcome outcome = BenchJob.run(Launcher.builder(1).mainClass(NativeCallJava.class.getName(),
-                    NativeCallJava.args(binding, o, skipped)), RUN_TIMEOUT, line -> {
+                    NativeCallJava.args(binding, o, skipped, library)), RUN_TIMEOUT, line -> {
                         if (line.stderr()) {
                             return false;
                         }
@@ -316,7 +345,11 @@ public final class NativeCallBench {
                             } else if (l.binding() != binding) {
                                 problems.add("a line of another binding: " + line.text());
                             } else {
-                                (l.virtual() ? virtual : platform).put(l.call(), l.ns());
+                                (switch (l.where()) {
+                                    case PLATFORM -> platform;
+                                    case VIRTUAL -> virtual;
+                                    case C_IN_JVM -> cInJvm;
+                                }).put(l.call(), l.ns());
                             }
                         }
                         return true;
@@ -332,7 +365,7 @@ public final class NativeCallBench {
                 byBinding.put(binding, platform);
             }
         }
-        return new JavaSide(byBinding, virtual, warmUps);
+        return new JavaSide(byBinding, virtual, cInJvm, warmUps);
     }
 
     /** The FFM calls on this platform thread beside the same on a virtual thread. */
@@ -351,37 +384,75 @@ public final class NativeCallBench {
         return sb.toString();
     }
 
-    static String callTable(Options o, CSide c, Map<CudaHotCalls.Binding, Map<Call, Double>> java) {
+    /**
+     * The calls' table: C's program, each binding, and C's loops in FFM's JVM ({@code cInJvm}, alternated with
+     * FFM's rounds), judged against the target both ways; then what a call itself costs through each binding.
+     */
+    static String callTable(Options o, CSide c, Map<CudaHotCalls.Binding, Map<Call, Double>> java,
+                            Map<Call, Double> cInJvm) {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "%nnative calls on GPU %d: ns per call, median of %d rounds of %d calls "
                 + "(Java %s; the library's binding: %s)%n%n", o.device(), o.rounds(), o.iters(),
                 Runtime.version(), CudaDriver.hotCalls().binding()));
-        sb.append("| call | C ns | Java JNA ns | Java FFM ns | JNA/C | FFM/C | FFM ≤ 1.1× C |\n");
-        sb.append("|---|---:|---:|---:|---:|---:|---|\n");
+        sb.append("| call | C ns | Java JNA ns | Java FFM ns | JNA/C | FFM/C | FFM ≤ 1.1× C | C in FFM's JVM ns "
+                + "| FFM / C in its JVM | FFM ≤ 1.1× C in its JVM |\n");
+        sb.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---|\n");
         Map<Call, Double> jna = java.getOrDefault(CudaHotCalls.Binding.JNA, Map.of());
         Map<Call, Double> ffm = java.getOrDefault(CudaHotCalls.Binding.FFM, Map.of());
         for (Call call : Call.values()) {
             String skip = c.skipped().get(call);
             if (skip != null) {
-                sb.append("| ").append(call.symbol).append(" | skipped: ").append(skip).append(" | | | | | |\n");
+                sb.append("| ").append(call.symbol).append(" | skipped: ").append(skip).append(" | | | | | | | | |\n");
                 continue;
             }
             Double cNs = c.medianNs().get(call);
             Double f = ffm.get(call);
             Double j = jna.get(call);
-            sb.append(String.format(Locale.ROOT, "| %s (%s) | %s | %s | %s | %s | %s | %s |%n", call.symbol, call.note,
-                    ns(cNs), ns(j), ns(f), ratio(j, cNs), ratio(f, cNs),
-                    cNs == null || f == null ? "n/a" : f <= TARGET_RATIO * cNs ? "yes" : "no"));
+            Double same = cInJvm.get(call);
+            sb.append(String.format(Locale.ROOT, "| %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                    call.symbol, call.note, ns(cNs), ns(j), ns(f), ratio(j, cNs), ratio(f, cNs), verdict(call, f, cNs),
+                    ns(same), ratio(f, same), verdict(call, f, same)));
         }
         if (c.problem() != null) {
             sb.append("\nC side not measured: ").append(c.problem()).append('\n');
         }
+        sb.append(bindingCost(c, jna, ffm, cInJvm));
         sb.append("\nibv_post_send, ibv_poll_cq: ").append(verbs()).append('\n');
         sb.append("\nC: native_calls.c, calls through dlsym'd pointers into the same libcuda; Java: CudaHotCalls.jna() "
                 + "(JNA direct mapping) and CudaHotCalls.ffm() (java.lang.foreign; cuEventQuery and cuCtxSetCurrent "
-                + "critical), each in a JVM of its own, measured as C measures (after untimed rounds: C one, Java as the next line "
-                + "says).\n");
+                + "critical), each in a JVM of its own, measured as C measures (after untimed rounds: C one, Java as the"
+                + " next line says). C in FFM's JVM: the same C loops built as a library and timed in FFM's JVM, on its"
+                + " thread and objects, each timed round of FFM's followed by one of C's: the pair differs by the"
+                + " binding alone, not by the process, the core or the moment. native_calls_nothing: an empty C"
+                + " function of the same file, FFM critical and JNA direct as the driver's calls are bound: the last "
+                + "columns' difference is what a call costs the binding itself.\n");
         return sb.toString();
+    }
+
+    /** Whether Java's {@code ns} is within the target of C's; the empty function is a floor, not a hot call. */
+    private static String verdict(Call call, @Nullable Double ns, @Nullable Double c) {
+        if (call == Call.NOTHING) {
+            return "(floor)";
+        }
+        return c == null || ns == null ? "n/a" : ns <= TARGET_RATIO * c ? "yes" : "no";
+    }
+
+    /**
+     * What the bindings add to a call (their figure for the empty C function less C's: FFM's against C in its JVM
+     * where measured), beside what 1.1× of C's {@code cuCtxSetCurrent} leaves; empty without the figures.
+     */
+    static String bindingCost(CSide c, Map<Call, Double> jna, Map<Call, Double> ffm, Map<Call, Double> cInJvm) {
+        Double floor = cInJvm.getOrDefault(Call.NOTHING, c.medianNs().get(Call.NOTHING));
+        Double f = ffm.get(Call.NOTHING);
+        Double j = jna.get(Call.NOTHING);
+        Double set = cInJvm.getOrDefault(Call.CTX_SET_CURRENT, c.medianNs().get(Call.CTX_SET_CURRENT));
+        if (floor == null || f == null) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "%nthe binding's own cost per call (its empty-function figure less C's, "
+                + "%.1f ns): FFM critical %+.1f ns, JNA %s; 1.1× of cuCtxSetCurrent's C figure (%s ns) leaves %s ns%n",
+                floor, f - floor, j == null ? "n/a" : String.format(Locale.ROOT, "%+.1f ns", j - floor), ns(set),
+                set == null ? "n/a" : String.format(Locale.ROOT, "%.1f", (TARGET_RATIO - 1) * set));
     }
 
     /** Whether the verbs calls could be measured here, and why they are not. */
