@@ -7,6 +7,7 @@ import java.util.Objects;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 
@@ -309,7 +310,8 @@ public final class BootstrapOptions {
             if (d.isNegative() || d.isZero()) {
                 throw invalid(what + " must be positive, got " + d);
             }
-            return d;
+            // a caller's "forever" (ChronoUnit.FOREVER, Long.MAX_VALUE ms) must not overflow the deadlines made of it
+            return Waiting.bounded(d);
         }
     }
 }

@@ -41,6 +41,7 @@ import org.jmscclpp.core.UniqueId;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jmscclpp.core.spi.HostIdentity;
+import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -703,7 +704,7 @@ public final class TcpBootstrap implements Bootstrap {
             checkReady(phase);
             checkArguments.run();
             long seq = collectiveSeq.getAndIncrement();
-            long deadline = System.nanoTime() + timeout.toNanos();
+            long deadline = Waiting.deadline(timeout);
             return body.run(seq, deadline).doFinally(s -> mailboxes().forgetChannel(Frame.COLLECTIVE, seq));
         });
     }
@@ -721,7 +722,7 @@ public final class TcpBootstrap implements Bootstrap {
                 return Mono.empty();
             }
             return transmit(peer, Frame.USER, tag, data, 0, data.length, true,
-                    System.nanoTime() + timeout.toNanos(), ctx);
+                    Waiting.deadline(timeout), ctx);
         });
     }
 
@@ -731,7 +732,7 @@ public final class TcpBootstrap implements Bootstrap {
         return Mono.defer(() -> {
             checkReady("recv");
             checkPeer(peer, "recv", "peer");
-            long deadline = System.nanoTime() + timeout.toNanos();
+            long deadline = Waiting.deadline(timeout);
             Mailboxes.Context ctx = new Mailboxes.Context(rank, peer, tag, "recv");
             return mailboxes().take(new Mailboxes.Key(peer, Frame.USER, tag), deadline, ctx);
         });

@@ -288,7 +288,7 @@ public final class Communicator implements AutoCloseable {
                 queued.clear();
                 batch.forEach(Step::startQueuedRun);
             }
-            long deadline = System.nanoTime() + timeout.toNanos();
+            long deadline = Waiting.deadline(timeout);
             return Flux.fromIterable(batch).concatMap(s -> s.runQueuedSend(deadline))
                     .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runQueuedReceive(deadline)))
                     .then()
@@ -695,9 +695,9 @@ public final class Communicator implements AutoCloseable {
             }
             // Sends run after earlier sends only, receives after earlier receives (and this step's
             // own send), so "receive then send" on both ranks cannot deadlock.
-            Mono<Void> sendPart = Mono.defer(() -> runSend(System.nanoTime() + timeout.toNanos())).cache();
+            Mono<Void> sendPart = Mono.defer(() -> runSend(Waiting.deadline(timeout))).cache();
             Mono<T>[] self = newRun();
-            Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(System.nanoTime() + timeout.toNanos())))
+            Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(Waiting.deadline(timeout))))
                     .doOnSuccess(v -> finished = true)
                     .doOnError(e -> giveUpIfRetryable(self[0]))
                     .cache();

@@ -3,6 +3,7 @@ package org.jmscclpp.testkit;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -98,9 +99,33 @@ public final class BootstrapChecks {
         });
     }
 
-    /** {@link #allGather}, {@link #barrier}, {@link #sendRecv} and {@link #nRanksPerNode}, one after the other. */
+    /**
+     * The collectives and a send/recv around the ring with the timeout a caller writes for "no
+     * deadline" ({@link ChronoUnit#FOREVER}'s duration): they complete as with any other timeout, and
+     * never fail with an overflowing deadline (an ArithmeticException, or a deadline already past).
+     */
+    public static Mono<Void> foreverTimeouts(Bootstrap b) {
+        return Mono.defer(() -> {
+            Duration forever = ChronoUnit.FOREVER.getDuration();
+            int n = b.size();
+            int from = (b.rank() + n - 1) % n;
+            return b.allGather(intBytes(b.rank()), forever)
+                    .then(b.barrier(forever))
+                    .then(b.broadcast(0, intBytes(42), forever))
+                    .then(b.send((b.rank() + 1) % n, 7, intBytes(b.rank()), forever))
+                    .then(b.recv(from, 7, forever))
+                    .flatMap(bytes -> bytes.length == 4 && intAt(bytes, 0) == from ? Mono.<Void>empty()
+                            : fail("foreverTimeouts on " + who(b) + ": rank " + from + " sent " + bytes.length
+                            + " bytes on tag 7, not its rank"));
+        });
+    }
+
+    /**
+     * {@link #allGather}, {@link #barrier}, {@link #sendRecv}, {@link #nRanksPerNode} and
+     * {@link #foreverTimeouts}, one after the other.
+     */
     public static Mono<Void> all(Bootstrap b) {
-        return allGather(b).then(barrier(b)).then(sendRecv(b)).then(nRanksPerNode(b));
+        return allGather(b).then(barrier(b)).then(sendRecv(b)).then(nRanksPerNode(b)).then(foreverTimeouts(b));
     }
 
     /**

@@ -193,9 +193,12 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     // ---------------------------------------------------------------------------------------------
     // for engines' setup
 
-    /** The deadline of setup, registration and of calls without their own: the options', else the bootstrap's. */
+    /**
+     * The deadline of setup, registration and of calls without their own: the options', else the
+     * bootstrap's; cut to {@link Waiting#bounded}, so that a caller's "forever" leaves room for the margins added to it.
+     */
     protected static Duration timeoutOf(Communicator communicator, CollectiveOptions options) {
-        return options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout();
+        return Waiting.bounded(options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout());
     }
 
     /** Runs an engine's blocking {@code setUp} on a virtual thread of its own, at subscription. */
@@ -411,7 +414,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private Mono<Void> submit(List<CollectiveCall> calls, CallOptions callOptions, boolean group) {
         return Mono.defer(() -> {
             List<Planned> planned = planAll(calls, callOptions);
-            Duration limit = callOptions.timeout() != null ? callOptions.timeout() : timeout;
+            Duration limit = callOptions.timeout() != null ? Waiting.bounded(callOptions.timeout()) : timeout;
             Mono<Void> run;
             String phase;
             synchronized (lock) {

@@ -520,7 +520,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         if (broken != null) {
             throw broken;   // an earlier call broke the communicator; the peers are not in this one
         }
-        long deadline = System.nanoTime() + batch.timeout().toNanos();
+        long deadline = Waiting.deadline(batch.timeout());
         List<Planned> pointToPoint = new ArrayList<>();
         for (Planned p : batch.calls()) {
             if (p.call().kind().pointToPoint()) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
@@ -368,6 +369,28 @@ class HostCollectiveFaultsTest {
                 Thread.onSpinWait();
             }
             assertEquals(ErrorCode.ABORTED, peer.failure().orElseThrow().code());
+        }
+    }
+
+    /**
+     * The timeout a caller writes for "no deadline" ({@link ChronoUnit#FOREVER}'s duration) as the
+     * communicator's, a call's and a setup's: everything runs as with any other timeout; no deadline
+     * made of it overflows (an ArithmeticException, or a deadline already past).
+     */
+    @Test
+    void aTimeoutOfForeverIsALongWaitNotAnOverflow() {
+        Duration forever = ChronoUnit.FOREVER.getDuration();
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults()
+                .withTimeout(forever))) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(8), job.backends.get(1).allocate(8));
+            for (int r = 0; r < 2; r++) {
+                bufs.get(r).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, r + 3);
+            }
+            job.all(r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM));
+            job.all(r -> job.comms.get(r).with(CallOptions.timeout(forever)).allReduce(bufs.get(r), bufs.get(r), 1,
+                    DataType.INT32, ReduceOp.SUM));
+            assertEquals(14, bufs.get(1).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+            job.all(r -> job.communicators.get(r).setup(forever));
         }
     }
 
