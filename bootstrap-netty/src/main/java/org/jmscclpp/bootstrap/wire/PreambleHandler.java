@@ -8,6 +8,7 @@ import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
 import org.jspecify.annotations.Nullable;
@@ -20,11 +21,19 @@ import reactor.core.publisher.Sinks;
  * frame decoder. The side that connects is made with {@link #dialling}, the side that accepts with
  * {@link #accepting}. A connection whose preamble or proof is wrong, or that does not finish the
  * handshake within its deadline, is closed at once with one log line, and nothing of it is read
- * any more; nothing else in the job notices.
+ * any more; nothing else in the job notices. On accepting sides that line is a WARNING for the
+ * first refusal and then at most once a {@linkplain #WARNING_INTERVAL_NANOS minute} (naming how many
+ * refusals went to DEBUG meanwhile): strays come by the thousand from a port scanner or a flood.
  */
 public final class PreambleHandler extends ByteToMessageDecoder {
 
     private static final System.Logger LOG = Log.logger(PreambleHandler.class, Subsystem.NET);
+    /** The least time between two refusals logged at WARNING by accepting sides (of this JVM). */
+    static final long WARNING_INTERVAL_NANOS = TimeUnit.MINUTES.toNanos(1);
+    /** When an accepting side may next log a refusal at WARNING ({@link System#nanoTime()}). */
+    private static final AtomicLong NEXT_WARNING = new AtomicLong(System.nanoTime());
+    /** Refusals of accepting sides logged at DEBUG since the last WARNING. */
+    private static final AtomicLong QUIET_REFUSALS = new AtomicLong();
 
     /** The accepting side's decision on a dialler's well-formed preamble. */
     public interface Acceptor {
@@ -315,8 +324,7 @@ public final class PreambleHandler extends ByteToMessageDecoder {
         }
         state = State.DONE;
         if (log) {
-            // the dialling side's caller reports its failure itself, retrying a root maybe
-            LOG.log(mine == null ? Level.WARNING : Level.DEBUG, "{0}: dropping connection {1}: {2}", where, ctx.channel().remoteAddress(), why);
+            logRefusal(ctx, why);
         }
         ctx.channel().config().setAutoRead(false);
         ByteBuf left = internalBuffer();
@@ -324,6 +332,23 @@ public final class PreambleHandler extends ByteToMessageDecoder {
         cancelDeadline();
         outcome.tryEmitValue(why);
         ctx.close();
+    }
+
+    private void logRefusal(ChannelHandlerContext ctx, String why) {
+        // the dialling side's caller reports its failure itself, retrying a root maybe
+        if (mine == null) {
+            long now = System.nanoTime();
+            long next = NEXT_WARNING.get();
+            if (now - next >= 0 && NEXT_WARNING.compareAndSet(next, now + WARNING_INTERVAL_NANOS)) {
+                long quiet = QUIET_REFUSALS.getAndSet(0);
+                LOG.log(Level.WARNING, "{0}: dropping connection {1}: {2}{3}", where, ctx.channel().remoteAddress(), why,
+                        quiet == 0 ? "" : " (" + quiet + " more connection(s) dropped since the last warning, logged at"
+                                + " DEBUG)");
+                return;
+            }
+            QUIET_REFUSALS.incrementAndGet();
+        }
+        LOG.log(Level.DEBUG, "{0}: dropping connection {1}: {2}", where, ctx.channel().remoteAddress(), why);
     }
 
     @Override

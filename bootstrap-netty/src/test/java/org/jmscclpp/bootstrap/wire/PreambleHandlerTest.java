@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.io.ByteArrayOutputStream;
@@ -18,6 +19,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.logging.Logger;
+import org.jmscclpp.testkit.RecordingHandler;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -276,6 +279,31 @@ class PreambleHandlerTest {
     @Test
     void badMagicIsDropped() {
         assertRefused(p -> p[0] ^= 0x20);
+    }
+
+    /**
+     * A flood of stray connections (a port scanner, garbage by the thousand) costs the log one
+     * WARNING at most, not one line per connection: the refusals after it go to DEBUG.
+     */
+    @Test
+    void aFloodOfBadConnectionsLogsOneWarningNotOneEach() {
+        Logger jul = Logger.getLogger(PreambleHandler.class.getName());
+        RecordingHandler capture = new RecordingHandler();
+        jul.addHandler(capture);
+        try {
+            for (int i = 0; i < 100; i++) {
+                EmbeddedChannel stray = new EmbeddedChannel(PreambleHandler.accepting(SECRET,
+                        TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS), "test", acceptor));
+                stray.writeInbound(Unpooled.wrappedBuffer(new byte[Preamble.BYTES]));
+                assertFalse(stray.isOpen(), "garbage is dropped");
+                stray.finishAndReleaseAll();
+            }
+        } finally {
+            jul.removeHandler(capture);
+        }
+        long warnings = capture.records().stream().filter(r -> r.getLevel() == java.util.logging.Level.WARNING)
+                .count();
+        assertTrue(warnings <= 1, warnings + " WARNING lines for 100 refused connections");
     }
 
     @Test
