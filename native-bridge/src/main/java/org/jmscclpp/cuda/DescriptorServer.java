@@ -21,6 +21,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
+import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.nativebridge.LibC;
 
 /**
@@ -384,7 +385,7 @@ final class DescriptorServer implements AutoCloseable {
                     + " bytes, not " + token.length).phase(PHASE).build();
         }
         String who = "the descriptor server @" + name + " of " + exporter;
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = Waiting.deadline(timeout);
         int fd = LibC.INSTANCE.socket(LibC.AF_UNIX, LibC.SOCK_STREAM | LibC.SOCK_CLOEXEC, 0);
         if (fd < 0) {
             throw system("socket(AF_UNIX) to reach " + who + " failed with " + lastError());

@@ -38,6 +38,7 @@ import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
 import org.jmscclpp.cuda.kernel.DeviceAbortFlag;
@@ -476,7 +477,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             }
             words = Math.max(1, blocks);
         }
-        long deadline = System.nanoTime() + batch.timeout().toNanos();
+        long deadline = Waiting.deadline(batch.timeout());
         return Mono.create(sink -> track(new Pending(number, sink, deadline, batch, words)));
     }
 
