@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -97,6 +98,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private volatile @Nullable JmscclppException failure;
     private volatile @Nullable JmscclppException peerFailure;
     private volatile boolean closed;
+    /** Set when {@link #close()} begins: calls are refused from then on, while those issued before end. */
+    private volatile boolean closing;
     private @Nullable Disposable watch;
     /** Calls issued and neither ended nor cancelled by their subscriber yet. */
     private final AtomicInteger callsInFlight = new AtomicInteger();
@@ -431,11 +434,18 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                     throw typed;
                 }
             }
-            // counted down when the call ends, or when its subscriber cancels (the call still runs to its end then,
-            // and a deregister does not wait for it: following every call with a subscription of its own cost the
-            // Mono form 1-3 us a call at 1 KiB on 1 x H200)
+            // counted down when the call ends, before its subscriber hears of it (which may close or deregister from
+            // its callbacks, and wait for the calls in flight: not for this one), or when its subscriber cancels (the
+            // call still runs to its end then, and nothing waits for it: following every call with a subscription of
+            // its own cost the Mono form 1-3 us a call at 1 KiB on 1 x H200)
+            AtomicBoolean ended = new AtomicBoolean();
+            Runnable end = () -> {
+                if (ended.compareAndSet(false, true)) {
+                    callsInFlight.decrementAndGet();
+                }
+            };
             Mono<Void> checked = run.onErrorMap(e -> typed(e, phase)).doOnError(this::breakWith)
-                    .doFinally(signal -> callsInFlight.decrementAndGet());
+                    .doOnTerminate(end).doOnCancel(end);
             CollectiveProbes m = metrics;
             return m == null ? checked : m.timed(checked, calls, algorithmNames(planned), group);
         });
@@ -603,7 +613,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     private void checkUsable(String phase) {
-        if (closed) {
+        if (closed || closing) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
                     .rank(rank).phase(phase).build();
         }
@@ -885,12 +895,21 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     @Override
     public final void close() {
+        synchronized (lock) {
+            if (closed || closing) {
+                return;
+            }
+            closing = true;
+        }
+        // the calls issued before end first, as NCCL's ncclCommDestroy finalizes them: at most the timeout, after
+        // which the release below ends a call still waiting (for a peer that never made its part) on this rank
+        if (!Waiting.await(() -> callsInFlight.get() == 0, Waiting.deadline(timeout), false)) {
+            LOG.log(Level.WARNING, "rank {0}: closing the collective communicator with {1} call(s) still "
+                    + "in flight after {2} ms; they end now", rank, callsInFlight.get(), timeout.toMillis());
+        }
         List<Registration> all;
         Disposable w;
         synchronized (lock) {
-            if (closed) {
-                return;
-            }
             closed = true;
             all = new ArrayList<>();
             registrations.forEach(r -> {

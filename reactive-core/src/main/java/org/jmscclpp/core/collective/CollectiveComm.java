@@ -183,8 +183,12 @@ public interface CollectiveComm extends AutoCloseable {
     void abort(String reason);
 
     /**
-     * Waits (up to the deadline) for the calls already issued, then releases the connections,
-     * scratch memory, registrations and threads. Later calls fail with INVALID_USAGE. Idempotent.
+     * Waits (up to the communicator's timeout) for the calls already issued, then releases the connections,
+     * scratch memory, registrations and threads, as NCCL's {@code ncclCommDestroy} finalizes first. Calls
+     * issued once it began fail with INVALID_USAGE. A call whose subscriber cancelled it is not waited for, and
+     * one still waiting at the deadline (for a peer that never made its part) ends on this rank when the
+     * communicator is released ({@link #abort} first to end the calls at once on every rank). It may be called
+     * from a call's own callbacks (a {@code doFinally}): that call has ended by then. Idempotent.
      */
     @Override
     void close();

@@ -347,6 +347,79 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * close() waits for the calls issued before it (as NCCL's ncclCommDestroy finalizes them): rank 0 closes while
+     * its call waits for rank 1's, refuses new calls from then on, and its call still completes with the right
+     * result once rank 1 makes its part; close() from a call's own doFinally does not wait for that call.
+     */
+    @Test
+    void closeWaitsForTheCallsInFlightAndMayBeCalledFromTheirCallbacks() throws Exception {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(20));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, options)) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(64), job.backends.get(1).allocate(64));
+            for (int r = 0; r < 2; r++) {
+                bufs.get(r).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, r + 5);
+            }
+            CollectiveComm c0 = job.comms.get(0);
+            java.util.concurrent.CompletableFuture<Void> call = c0.allReduce(bufs.get(0), bufs.get(0), 1,
+                    DataType.INT32, ReduceOp.SUM).toFuture();
+            java.util.concurrent.CompletableFuture<Void> closing =
+                    java.util.concurrent.CompletableFuture.runAsync(c0::close);
+            // once close() has begun, new calls are refused (the probe, a send/recv with itself, needs no peer and
+            // runs while close() has not begun); the call in flight is not ended by it
+            DeviceBuffer probe = job.backends.get(0).allocate(64);
+            long deadline = System.nanoTime() + LIMIT.toNanos();
+            JmscclppException refused = null;
+            while (refused == null && System.nanoTime() < deadline) {
+                try {
+                    c0.group(g -> g.send(bufs.get(0), 1, DataType.INT32, 0).recv(probe, 1, DataType.INT32, 0))
+                            .block(LIMIT);
+                } catch (JmscclppException e) {
+                    refused = e;
+                }
+            }
+            assertTrue(refused != null && refused.code() == ErrorCode.INVALID_USAGE
+                    && refused.getMessage().contains("closed"), String.valueOf(refused));
+            job.comms.get(1).allReduce(bufs.get(1), bufs.get(1), 1, DataType.INT32, ReduceOp.SUM).block(LIMIT);
+            call.get(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+            closing.get(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(11, bufs.get(0).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+
+            // rank 1 closes from the doFinally of a send/recv with itself (a call that needs no peer)
+            CollectiveComm c1 = job.comms.get(1);
+            DeviceBuffer received = job.backends.get(1).allocate(64);
+            long start = System.nanoTime();
+            c1.group(g -> g.send(bufs.get(1), 1, DataType.INT32, 1).recv(received, 1, DataType.INT32, 1))
+                    .doFinally(signal -> c1.close()).block(LIMIT);
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "close() in the call's doFinally waited " + took
+                    + " (for the call whose callback it ran in?)");
+            JmscclppException after = assertThrows(JmscclppException.class, () -> c1.allGather(bufs.get(1),
+                    bufs.get(1), 0, DataType.INT32).block(LIMIT));
+            assertEquals(ErrorCode.INVALID_USAGE, after.code(), after.getMessage());
+        }
+    }
+
+    /** A call that waits for a peer which never makes its part holds close() up to the timeout, not longer. */
+    @Test
+    void closeEndsACallStillWaitingAtTheTimeout() {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(2));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, options)) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            CollectiveComm c0 = job.comms.get(0);
+            java.util.concurrent.CompletableFuture<Void> call = c0.allReduce(b, b, 1, DataType.INT32, ReduceOp.SUM)
+                    .toFuture();
+            long start = System.nanoTime();
+            c0.close();
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertTrue(took.compareTo(Duration.ofMillis(1500)) > 0 && took.compareTo(Duration.ofSeconds(15)) < 0,
+                    "close() took " + took + " with a call waiting for a peer (timeout 2 s)");
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> call.get(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof JmscclppException, String.valueOf(e.getCause()));
+        }
+    }
+
     /** After an abort (here or on a peer) failure() says so at once, and later calls fail up front with it. */
     @Test
     void anAbortedCommunicatorSaysSoAndRefusesLaterCallsAtOnce() {
