@@ -101,6 +101,8 @@ public final class GpuJob {
         String secret = java.util.HexFormat.of().formatHex(secretBytes);
         List<Process> processes = new ArrayList<>();
         List<Path> outputs = new ArrayList<>();
+        // a GPU per rank; where there are fewer (a test that asked for fewer), ranks share them in turn
+        int gpus = Math.max(1, CudaContext.deviceCount());
         try {
             for (int rank = 0; rank < nRanks; rank++) {
                 List<String> a = new ArrayList<>(List.of("rank=" + rank, "nranks=" + nRanks, "address=" + address,
@@ -109,7 +111,7 @@ public final class GpuJob {
                 Path out = logs.resolve(scenario + "-rank" + rank + ".log");
                 ProcessBuilder pb = start.builder(rank, FLAGS, rankMain, a)
                         .redirectErrorStream(true).redirectOutput(out.toFile());
-                pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank));
+                pb.environment().put(CudaBackend.DEVICE_ENV, Integer.toString(rank % gpus));
                 pb.environment().put("MSCCLPP_BOOTSTRAP_SECRET", secret);
                 // NCCL must never use NVLink multicast on the shared GPU hosts
                 pb.environment().put("NCCL_NVLS_ENABLE", "0");
