@@ -43,11 +43,36 @@ public final class GpuJob {
     static final RankProcess SAME_USER = (rank, flags, rankMain, args) ->
             new ProcessBuilder(ChildJvm.command(flags, rankMain, args));
 
-    /** Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n}. */
+    /**
+     * {@code JMSCCLPP_TEST_SHARE_GPUS=1}: the tests that ask for more GPUs than this host has run anyway, their
+     * ranks sharing the GPUs in turn ({@link #run}): a check of what the code computes on fewer GPUs, where
+     * their kernels take turns on a GPU, so that no time they take means anything.
+     */
+    static final String SHARE_ENV = "JMSCCLPP_TEST_SHARE_GPUS";
+
+    /**
+     * Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n} (unless
+     * {@value #SHARE_ENV}{@code =1} lets ranks share them).
+     */
     public static void assumeGpus(int n) {
+        assumeGpus(n, "1".equals(System.getenv(SHARE_ENV)));
+    }
+
+    /** A rank per GPU of this host, at most 8, and at least {@code least} (ranks share GPUs then, see {@link #SHARE_ENV}). */
+    public static int ranks(int least) {
+        return Math.max(least, Math.min(8, CudaContext.deviceCount()));
+    }
+
+    /** {@link #assumeGpus(int)} for jobs whose ranks cannot share a GPU (NCCL refuses two ranks on one GPU). */
+    public static void assumeOwnGpus(int n) {
+        assumeGpus(n, false);
+    }
+
+    private static void assumeGpus(int n, boolean share) {
         new CudaBackendProvider().unavailableReason().ifPresent(reason -> Assumptions.abort("no GPU here: " + reason));
         int gpus = CudaContext.deviceCount();
-        Assumptions.assumeTrue(gpus >= n, "these tests need " + n + " GPUs, this host has " + gpus);
+        Assumptions.assumeTrue(gpus >= n || share && gpus >= 1, "these tests need " + n + " GPUs, this host has "
+                + gpus + (share ? "" : " (" + SHARE_ENV + "=1 runs them with ranks sharing the GPUs)"));
     }
 
     /** {@link #run}, then prints every rank's output under {@code [label rank R]}: the record of a GPU run. */

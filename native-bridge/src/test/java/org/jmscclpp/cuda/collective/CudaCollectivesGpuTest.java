@@ -2,7 +2,6 @@ package org.jmscclpp.cuda.collective;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import org.jmscclpp.cuda.CudaInternals;
 import org.jmscclpp.cuda.GpuJob;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -27,7 +26,7 @@ class CudaCollectivesGpuTest {
     @BeforeAll
     static void needsTwoGpus() {
         GpuJob.assumeGpus(2);
-        gpus = Math.min(8, CudaInternals.deviceCount());
+        gpus = GpuJob.ranks(2);
     }
 
     private void job(String scenario) {

@@ -3,7 +3,6 @@ package org.jmscclpp.cuda.collective;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import org.jmscclpp.cuda.CudaInternals;
 import org.jmscclpp.cuda.GpuJob;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -30,7 +29,7 @@ class CudaHierarchicalGpuTest {
     @BeforeAll
     static void needsFourGpus() {
         GpuJob.assumeGpus(4);
-        gpus = Math.min(8, CudaInternals.deviceCount()) & ~1;
+        gpus = GpuJob.ranks(4) & ~1;
     }
 
     @Test

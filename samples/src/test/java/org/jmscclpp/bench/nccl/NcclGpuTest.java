@@ -32,7 +32,7 @@ class NcclGpuTest {
 
     @Test
     void collectivesOnTwoGpus() {
-        GpuJob.assumeGpus(2);
+        GpuJob.assumeOwnGpus(2);
         job(2, "nccl-collectives");
     }
 
