@@ -86,6 +86,15 @@ public final class CudaBackend implements Backend {
     public static final String DEVICE_ENV = "JMSCCLPP_CUDA_DEVICE";
     /** Environment variable choosing {@link Allocation} for {@link #open()}: {@code malloc} or {@code vmm}. */
     public static final String ALLOCATION_ENV = "JMSCCLPP_CUDA_ALLOC";
+    /**
+     * Each launcher's local rank and rank variables, in {@code RankEnvironment}'s order: under mpirun, torchrun or
+     * srun the rank's GPU is its local rank there, as under {@code jmscclpp run}.
+     */
+    private static final String[][] LAUNCHER_RANKS = {
+            {"JMSCCLPP_LOCAL_RANK", "JMSCCLPP_RANK"},
+            {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_RANK"},
+            {"LOCAL_RANK", "RANK"},
+            {"SLURM_LOCALID", "SLURM_PROCID"}};
 
     private static final System.Logger LOG = Log.logger(CudaBackend.class, Subsystem.ALLOC);
     private static final TransportFlags IPC = TransportFlags.of(Transport.CUDA_IPC);
@@ -113,8 +122,10 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * The backend of the GPU {@value #DEVICE_ENV} names; else of the rank's local GPU
-     * ({@code JMSCCLPP_LOCAL_RANK}, else {@code JMSCCLPP_RANK}, modulo the GPUs present); else GPU 0.
+     * The backend of the GPU {@value #DEVICE_ENV} names; else of the rank's local GPU: the local rank of the
+     * launcher whose variables name the rank, in {@code RankEnvironment}'s order ({@code JMSCCLPP_LOCAL_RANK},
+     * {@code OMPI_COMM_WORLD_LOCAL_RANK}, torchrun's {@code LOCAL_RANK}, {@code SLURM_LOCALID}; the rank where
+     * that launcher gives no local rank), modulo the GPUs present; else GPU 0.
      * Allocation as {@value #ALLOCATION_ENV} says, {@code cuMemAlloc} by default.
      *
      * @throws JmscclppException {@link ErrorCode#SYSTEM_ERROR} when the driver is missing or fails;
@@ -163,13 +174,20 @@ public final class CudaBackend implements Backend {
         if (explicit != null && !explicit.isBlank()) {
             return parse(DEVICE_ENV, explicit);
         }
-        for (String name : new String[] {"JMSCCLPP_LOCAL_RANK", "JMSCCLPP_RANK"}) {
-            String rank = env.get(name);
-            if (rank != null && !rank.isBlank()) {
-                return Math.floorMod(parse(name, rank), count);
+        // the first launcher with variables here started this process (one started under another, such as
+        // torchrun under srun, leaves the outer one's variables to the ranks it starts)
+        for (String[] names : LAUNCHER_RANKS) {
+            if (present(env, names[0]) || present(env, names[1])) {
+                String name = present(env, names[0]) ? names[0] : names[1];
+                return Math.floorMod(parse(name, env.get(name)), count);
             }
         }
         return 0;
+    }
+
+    private static boolean present(Map<String, String> env, String name) {
+        String value = env.get(name);
+        return value != null && !value.isBlank();
     }
 
     static Allocation allocationFrom(String value) {

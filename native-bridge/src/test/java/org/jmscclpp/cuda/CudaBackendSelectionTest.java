@@ -28,6 +28,25 @@ class CudaBackendSelectionTest {
     }
 
     @Test
+    void underMpirunTorchrunAndSrunTheGpuIsTheLaunchersLocalRank() {
+        // rank 5 of a job, the second rank of its host: each launcher's own names
+        assertEquals(1, CudaBackend.chooseDevice(Map.of("OMPI_COMM_WORLD_RANK", "5",
+                "OMPI_COMM_WORLD_LOCAL_RANK", "1", "OMPI_COMM_WORLD_SIZE", "8"), 4));
+        assertEquals(1, CudaBackend.chooseDevice(Map.of("RANK", "5", "LOCAL_RANK", "1", "WORLD_SIZE", "8"), 4));
+        assertEquals(1, CudaBackend.chooseDevice(Map.of("SLURM_PROCID", "5", "SLURM_LOCALID", "1",
+                "SLURM_NTASKS", "8"), 4));
+        // no local rank: the rank, as RankEnvironment takes it
+        assertEquals(2, CudaBackend.chooseDevice(Map.of("RANK", "6", "WORLD_SIZE", "8"), 4));
+        // torchrun under srun: torchrun started the process, srun's task id is the agent's
+        assertEquals(3, CudaBackend.chooseDevice(Map.of("RANK", "3", "LOCAL_RANK", "3", "WORLD_SIZE", "4",
+                "SLURM_PROCID", "0", "SLURM_LOCALID", "0", "SLURM_NTASKS", "1"), 4));
+        JmscclppException e = assertThrows(JmscclppException.class,
+                () -> CudaBackend.chooseDevice(Map.of("RANK", "1", "LOCAL_RANK", "one"), 2));
+        assertEquals(ErrorCode.INVALID_USAGE, e.code());
+        assertTrue(e.getMessage().contains("LOCAL_RANK"), e.getMessage());
+    }
+
+    @Test
     void theAllocationVariableIsMallocOrVmm() {
         assertEquals(CudaBackend.Allocation.MEM_ALLOC, CudaBackend.allocationFrom(null));
         assertEquals(CudaBackend.Allocation.MEM_ALLOC, CudaBackend.allocationFrom("malloc"));
