@@ -47,7 +47,8 @@ import org.jspecify.annotations.Nullable;
  * {@code JMSCCLPP_RANK}, {@code JMSCCLPP_WORLD_SIZE}, {@code JMSCCLPP_LOCAL_RANK} and in
  * {@code MSCCLPP_COMM_ID=127.0.0.1:PORT}, a port that was free on the loopback interface a moment
  * before the ranks started (see {@link RankEnvironment}), with {@code MSCCLPP_BOOTSTRAP_SECRET} set
- * to 32 fresh random bytes in hex for the job (unless the caller's environment map gives one).
+ * to 32 fresh random bytes in hex for the job (unless the caller's environment map gives one); the rank
+ * variables of an {@code mpirun} or {@code torchrun} that started this process are not passed on.
  * Every line a rank writes on stdout or stderr is handed to an output consumer with the rank number; the command line prints it with a
  * {@code [rank R] } prefix.
  *
@@ -68,6 +69,12 @@ import org.jspecify.annotations.Nullable;
 public final class Launcher {
 
     private static final System.Logger LOG = System.getLogger(Launcher.class.getName());
+    /**
+     * Rank variables of the launchers that {@link RankEnvironment} compares with jmscclpp's, which a rank would inherit
+     * from a launcher that started this one.
+     */
+    private static final List<String> OUTER_RANK_VARIABLES = List.of("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_RANK");
 
     /** One line per log record (time, level, logger, message) instead of java.util.logging's two. */
     static final String LOG_FORMAT = "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n";
@@ -273,6 +280,9 @@ public final class Launcher {
             for (int rank = 0; rank < nRanks; rank++) {
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
+                // this launcher's ranks are not the ranks of one that started it (jmscclpp run under mpirun or
+                // torchrun, or in a pod that sets RANK and WORLD_SIZE): their rank variables would contradict these
+                OUTER_RANK_VARIABLES.forEach(env::remove);
                 env.putAll(b.env);
                 env.putAll(b.rankEnv.apply(rank));
                 env.put(RankEnvironment.COMM_ID, rootAddress);

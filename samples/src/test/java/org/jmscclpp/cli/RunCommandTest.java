@@ -6,12 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.testkit.ChildJvm;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class RunCommandTest {
 
@@ -74,6 +79,22 @@ class RunCommandTest {
         String report = String.join("\n", r.err());
         assertTrue(report.contains("timeout: ranks 0, 1 still running after 1.5 s"), report);
         assertTrue(r.millis() < 30_000, "took " + r.millis() + " ms");
+    }
+
+    /**
+     * {@code jmscclpp run} started by another launcher ({@code mpirun -np 1}, {@code torchrun}, a pod that sets
+     * RANK and WORLD_SIZE): its ranks are its own, not the outer launcher's, whose variables they would inherit.
+     */
+    @Test
+    void theRanksOfARunUnderAnotherLauncherAreTheRunsOwn(@TempDir Path dir) {
+        Map<String, String> outer = Map.of("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "1",
+                "OMPI_COMM_WORLD_LOCAL_RANK", "0", "RANK", "0", "WORLD_SIZE", "1", "LOCAL_RANK", "0");
+        try (ChildJvm run = ChildJvm.start(dir.resolve("run.log"), outer, List.of(), Main.class,
+                "run", "-n", "2", "exit-code", "0", "hello")) {
+            assertEquals(0, run.waitFor(Duration.ofSeconds(120)), run::output);
+            assertEquals(Set.of("[rank 0] rank 0 of 2: hello", "[rank 1] rank 1 of 2: hello"),
+                    Set.copyOf(run.output().lines().filter(l -> l.endsWith(": hello")).toList()), run::output);
+        }
     }
 
     @Test
