@@ -8,10 +8,14 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.jmscclpp.samples.Version;
@@ -45,7 +49,12 @@ class BinScriptIT {
     }
 
     private static Result runIn(Path directory, Map<String, String> env, String... args) throws Exception {
-        List<String> command = new ArrayList<>(List.of(SCRIPT.toString()));
+        return runScript(SCRIPT, directory, env, args);
+    }
+
+    private static Result runScript(Path script, Path directory, Map<String, String> env, String... args)
+            throws Exception {
+        List<String> command = new ArrayList<>(List.of(script.toString()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).directory(directory.toFile());
         // the jar was packaged moments ago by this build; never start a nested build from a test
@@ -106,6 +115,58 @@ class BinScriptIT {
         assertEquals(0, r.code(), r.err());
         List<String> lines = r.out().lines().sorted().toList();
         assertEquals(List.of("[rank 0] rank 0 of 2: from the script", "[rank 1] rank 1 of 2: from the script"), lines);
+    }
+
+    /**
+     * The ranks that mpirun, srun or torchrun start on a host all find a stale jar at once: one builds, the others
+     * wait for it and then run the jar it built (two builds of one checkout delete each other's jars). The checkout
+     * here is a copy of the script beside a {@code mvnw} that packages this build's jar and fails when another build
+     * of the checkout runs beside it, watching for one for 3 s (about as long as packaging the jars takes).
+     */
+    @Test
+    void ranksStartedTogetherBuildOnceAndRunWhatItBuilt(@TempDir Path checkout) throws Exception {
+        Files.createDirectories(checkout.resolve("bin"));
+        Files.copy(SCRIPT, checkout.resolve("bin/jmscclpp"), StandardCopyOption.COPY_ATTRIBUTES);
+        Files.createDirectories(checkout.resolve("samples/src/main"));
+        Files.writeString(checkout.resolve("pom.xml"), "<project/>\n");
+        Files.writeString(checkout.resolve("samples/pom.xml"), "<project/>\n");
+        Path mvnw = checkout.resolve("mvnw");
+        Files.writeString(mvnw, """
+                #!/usr/bin/env bash
+                set -eu
+                echo build >> builds.log
+                mkdir building 2>/dev/null || { echo "mvnw: another build of this checkout is running" >&2; exit 1; }
+                for _ in $(seq 30); do
+                  [[ $(wc -l < builds.log) -gt 1 ]] && { echo "mvnw: a second build started" >&2; exit 1; }
+                  sleep 0.1
+                done
+                mkdir -p samples/target
+                cp "$REAL_JAR" samples/target/jmscclpp-samples.jar
+                ln -sfn "$REAL_LIB" samples/target/lib
+                rmdir building
+                """);
+        assertTrue(mvnw.toFile().setExecutable(true));
+        Map<String, String> env = Map.of("JMSCCLPP_NO_BUILD", "",
+                "REAL_JAR", SAMPLES.resolve("target/jmscclpp-samples.jar").toString(),
+                "REAL_LIB", SAMPLES.resolve("target/lib").toString());
+        Path script = checkout.resolve("bin/jmscclpp");
+        int building = 0;
+        // a thread each: the three start together, as a launcher's ranks do
+        try (ExecutorService launcher = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<Result>> ranks = new ArrayList<>();
+            for (int rank = 0; rank < 3; rank++) {
+                ranks.add(launcher.submit(() -> runScript(script, SAMPLES, env, "-V")));
+            }
+            for (Future<Result> rank : ranks) {
+                Result r = rank.get(120, TimeUnit.SECONDS);
+                assertEquals(0, r.code(), r.err());
+                assertTrue(r.out().startsWith("jmscclpp " + Version.get() + "\n"), r.out());
+                building += r.err().contains("jmscclpp: building (samples/target/jmscclpp-samples.jar is missing)")
+                        ? 1 : 0;
+            }
+        }
+        assertEquals(1, building, "one rank builds");
+        assertEquals(List.of("build"), Files.readAllLines(checkout.resolve("builds.log")));
     }
 
     @Test
