@@ -18,7 +18,8 @@ import reactor.core.scheduler.Scheduler;
  * <table>
  *   <caption>Environment</caption>
  *   <tr><th>variable</th><th>meaning</th><th>default</th></tr>
- *   <tr><td>{@code MSCCLPP_BOOTSTRAP_TIMEOUT}</td><td>initialize deadline, seconds (fractions allowed)</td><td>30</td></tr>
+ *   <tr><td>{@code MSCCLPP_BOOTSTRAP_TIMEOUT}</td><td>initialize deadline, seconds (fractions allowed; at most
+ *       {@link #MAX_TIMEOUT})</td><td>30</td></tr>
  *   <tr><td>{@code MSCCLPP_SOCKET_IFNAME}</td><td>interface list, NCCL syntax: prefixes, {@code ^} excludes, {@code =} exact</td><td>auto</td></tr>
  *   <tr><td>{@code MSCCLPP_SOCKET_FAMILY}</td><td>{@code AF_INET} or {@code AF_INET6}</td><td>any</td></tr>
  *   <tr><td>{@code MSCCLPP_BOOTSTRAP_SECRET}</td><td>the job secret of explicit-address jobs: the same string on
@@ -46,6 +47,11 @@ public final class BootstrapOptions {
 
     /** Smallest allowed frame limit; the control messages of the protocol fit in it. */
     public static final int MIN_FRAME_BYTES = 4096;
+    /**
+     * The longest {@code initTimeout} and {@code operationTimeout}: a longer one given to the builder (a caller's
+     * "forever") is cut to it, one in {@code MSCCLPP_BOOTSTRAP_TIMEOUT} refused.
+     */
+    public static final Duration MAX_TIMEOUT = Duration.ofDays(365);   // what Waiting.bounded cuts to
 
     private final Duration initTimeout;
     private final Duration operationTimeout;
@@ -124,6 +130,10 @@ public final class BootstrapOptions {
             double s = Double.parseDouble(value.strip());
             if (!(s > 0) || Double.isInfinite(s)) {
                 throw invalid(what + " must be a positive number of seconds, got '" + value + "'");
+            }
+            if (s > MAX_TIMEOUT.toSeconds()) {
+                throw invalid(what + " must be at most " + MAX_TIMEOUT.toSeconds() + " seconds ("
+                        + MAX_TIMEOUT.toDays() + " days), got '" + value + "'");
             }
             return Duration.ofNanos((long) (s * 1e9));
         } catch (NumberFormatException e) {
@@ -310,7 +320,8 @@ public final class BootstrapOptions {
             if (d.isNegative() || d.isZero()) {
                 throw invalid(what + " must be positive, got " + d);
             }
-            // a caller's "forever" (ChronoUnit.FOREVER, Long.MAX_VALUE ms) must not overflow the deadlines made of it
+            // a caller's "forever" (ChronoUnit.FOREVER, Long.MAX_VALUE ms) must not overflow the deadlines made of it:
+            // cut to MAX_TIMEOUT (the environment variable's parser refuses more, naming the variable)
             return Waiting.bounded(d);
         }
     }
