@@ -172,6 +172,10 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
     }
 
     private String differences(CallDescriptor base, IntFunction<String> algorithmName) {
+        if (kind != base.kind && (kind.pointToPoint() || base.kind.pointToPoint())) {
+            // a send or receive where the other calls a collective: the two calls, whole
+            return "calls " + describe(algorithmName);
+        }
         List<String> d = new ArrayList<>();
         if (kind != base.kind) {
             d.add("calls " + kind.label());

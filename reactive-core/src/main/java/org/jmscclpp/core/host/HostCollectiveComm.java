@@ -373,6 +373,11 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         return false;
     }
 
+    /** Whether {@code peer} signalled on {@code channel} more often than this rank consumed; consumes nothing. */
+    private boolean pending(int peer, int channel) {
+        return (long) WORD.getAcquire(scratchOf[rank], layout.signal(peer, channel)) > consumed[peer * CHANNELS + channel];
+    }
+
     /** Waits for the next signal of {@code peer} on {@code channel}; TIMEOUT or the job's failure otherwise. */
     private void await(int peer, int channel, long deadline, String phase, String what) {
         if (arrived(peer, channel)) {
@@ -659,10 +664,13 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         /** Per peer, the sends to it and the receives from it, in the caller's order. */
         private final List<Deque<Transfer>> sends = new ArrayList<>();
         private final List<Deque<Transfer>> recvs = new ArrayList<>();
+        /** Per peer: its collective signal was seen while this rank's transfers with it stood still. */
+        private final boolean[] inCollective;
 
         PointToPoint(List<Planned> calls, long deadline, Batch batch) {
             this.deadline = deadline;
             this.batch = batch;
+            this.inCollective = new boolean[size];
             for (int p = 0; p < size; p++) {
                 sends.add(new ArrayDeque<>());
                 recvs.add(new ArrayDeque<>());
@@ -692,29 +700,45 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         }
 
         void run() {
+            int[] crossed = {-1};
             Waiting.await(() -> {
                 boolean idle = true;
                 boolean left = false;
                 for (int p = 0; p < size; p++) {
+                    boolean moved = false;
                     Transfer s = sends.get(p).peek();
                     if (s != null) {
-                        idle &= !s.progressSend(p);
+                        moved = s.progressSend(p);
                         if (s.done) {
                             sends.get(p).poll();
                         }
-                        left |= !sends.get(p).isEmpty();
                     }
                     Transfer r = recvs.get(p).peek();
                     if (r != null) {
-                        idle &= !r.progressRecv(p);
+                        moved |= r.progressRecv(p);
                         if (r.done) {
                             recvs.get(p).poll();
                         }
-                        left |= !recvs.get(p).isEmpty();
+                    }
+                    idle &= !moved;
+                    boolean open = !sends.get(p).isEmpty() || !recvs.get(p).isEmpty();
+                    left |= open;
+                    // A peer begins a collective (its descriptor's signal) only after every send and receive of its
+                    // batch, and what it wrote for those came before that signal: seen once, a transfer with it that
+                    // still does not move in the next pass never will (its calls differ from this rank's in kind).
+                    if (!open || moved) {
+                        inCollective[p] = false;
+                    } else if (inCollective[p]) {
+                        crossed[0] = p;
+                    } else {
+                        inCollective[p] = pending(p, COLL);
                     }
                 }
-                return !left || (idle && stopped());
+                return !left || crossed[0] >= 0 || (idle && stopped());
             }, deadline);
+            if (crossed[0] >= 0) {
+                throw crossing(crossed[0]);
+            }
             checkStopped("send/recv #" + batch.number());
             for (int p = 0; p < size; p++) {
                 Transfer pending = sends.get(p).isEmpty() ? recvs.get(p).peek() : sends.get(p).peek();
@@ -724,6 +748,32 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                             .peer(p).tag(options.tag()).phase("send/recv #" + batch.number()).build();
                 }
             }
+        }
+
+        /**
+         * INVALID_USAGE for a send or receive with {@code peer} while it is in a collective, after telling every peer
+         * this rank's call as a collective's descriptor: the ranks waiting in a collective's handshake for this rank
+         * fail on the mismatch too, at once, instead of at their deadline.
+         */
+        private JmscclppException crossing(int peer) {
+            Transfer mine = sends.get(peer).isEmpty() ? recvs.get(peer).peek() : sends.get(peer).peek();
+            CallDescriptor d = Objects.requireNonNull(mine).planned.descriptor();
+            long round = rounds;
+            long[] theirWords = readWords(scratchOf[rank], layout.mailbox(peer, round), 5);
+            String theirs = theirWords[4] == round
+                    ? CallDescriptor.decode(theirWords, peer).describe(HostCollectiveComm.this::algorithmName)
+                    : "a collective";
+            long[] message = words(d, round);
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    writeWords(scratchOf[q], layout.mailbox(rank, round), message);
+                    signal(q, COLL);
+                }
+            }
+            return JmscclppException.builder(ErrorCode.INVALID_USAGE, "rank " + peer + " called " + theirs + " where this"
+                    + " rank calls " + mine.planned.call().describe() + ": the ranks' calls differ in kind (every rank"
+                    + " makes the same collectives in the same order, and each send its receive)").rank(rank).peer(peer)
+                    .tag(options.tag()).phase(mine.phase()).build();
         }
 
         /** One send or receive: chunk by chunk, each acknowledged. */

@@ -213,6 +213,38 @@ class HostCollectiveFaultsTest {
     }
 
     /**
+     * A send or receive on one rank where the others call a collective (NCCL hangs there): every rank fails with
+     * INVALID_USAGE naming both calls, long before the deadline (60 s here), whether the odd rank sends or receives
+     * and whether two ranks or three are in the collective.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"send-2", "recv-2", "send-3", "recv-3"})
+    void aSendOrReceiveAgainstACollectiveFailsEveryRankAtOnce(String form) {
+        boolean send = form.startsWith("send");
+        int n = Integer.parseInt(form.substring(form.indexOf('-') + 1));
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(60));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(n, options)) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                bufs.add(job.backends.get(r).allocate(64));
+            }
+            long start = System.nanoTime();
+            List<Throwable> out = outcomes(job, r -> r == 0
+                    ? (send ? job.comms.get(0).send(bufs.get(0), 4, DataType.INT32, 1)
+                    : job.comms.get(0).recv(bufs.get(0), 4, DataType.INT32, 1))
+                    : job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 4, DataType.INT32, ReduceOp.SUM));
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            for (int r = 0; r < n; r++) {
+                JmscclppException e = usage(out.get(r));
+                assertTrue(e.getMessage().contains((send ? "send" : "recv") + "(count 4, int32, peer 1)")
+                        && e.getMessage().contains("all_reduce(count 4, int32, sum"), e.getMessage());
+                assertEquals(r, e.rank());
+            }
+            assertTrue(took.compareTo(Duration.ofSeconds(30)) < 0, "the ranks failed after " + took);
+        }
+    }
+
+    /**
      * Across hosts (4 ranks on 2 pretend hosts, rank r on host r % 2), calls that differ between
      * the hosts, within one host, and on a host that only receives (a broadcast's other host): every
      * rank fails with INVALID_USAGE naming the odd rank by its rank in the job and both values, and
