@@ -94,6 +94,20 @@ public final class Downcalls {
                 : LINKER.downcallHandle(address, descriptor);
     }
 
+    /**
+     * Rethrows what a downcall handle's {@code invokeExact} threw: only what the JVM throws (a runtime exception or
+     * an error), never a checked exception; declared to return one so that callers write {@code throw rethrow(t)}.
+     */
+    public static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException e) {
+            throw e;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        throw new IllegalStateException("a downcall threw " + t, t);
+    }
+
     @Override
     public String toString() {
         return "Downcalls[" + library + "]";

@@ -83,7 +83,7 @@ final class FfmHotCalls implements CudaHotCalls {
         try {
             return (int) EVENT_QUERY.invokeExact(event);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -92,7 +92,7 @@ final class FfmHotCalls implements CudaHotCalls {
         try {
             return (int) CTX_SET_CURRENT.invokeExact(context);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -101,7 +101,7 @@ final class FfmHotCalls implements CudaHotCalls {
         try {
             return (int) STREAM_WRITE_VALUE64.invokeExact(stream, address, value, flags);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -110,7 +110,7 @@ final class FfmHotCalls implements CudaHotCalls {
         try {
             return (int) MEMCPY_DTOD_ASYNC.invokeExact(dst, src, bytes, stream);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -122,23 +122,12 @@ final class FfmHotCalls implements CudaHotCalls {
                     sharedMemBytes, stream, Pointer.nativeValue(kernelParams),
                     extra == null ? 0L : Pointer.nativeValue(extra));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
     @Override
     public String toString() {
         return "FFM";
-    }
-
-    /** A downcall throws only what the JVM throws (an error), never a checked exception. */
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException e) {
-            throw e;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException("a downcall threw " + t, t);
     }
 }

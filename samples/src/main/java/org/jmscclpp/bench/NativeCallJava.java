@@ -394,7 +394,7 @@ public final class NativeCallJava {
             try {
                 return (int) NOTHING.invokeExact(argument);
             } catch (Throwable t) {
-                throw propagate(t);
+                throw Downcalls.rethrow(t);
             }
         }
 
@@ -406,7 +406,7 @@ public final class NativeCallJava {
                 }
                 USE.invokeExact(f.context(), f.stream(), f.event(), f.function(), f.word(), f.src(), f.dst());
             } catch (Throwable t) {
-                throw propagate(t);
+                throw Downcalls.rethrow(t);
             }
         }
 
@@ -415,18 +415,8 @@ public final class NativeCallJava {
             try {
                 return (double) TIMED.invokeExact(call.ordinal(), n);
             } catch (Throwable t) {
-                throw propagate(t);
+                throw Downcalls.rethrow(t);
             }
-        }
-
-        private static RuntimeException propagate(Throwable t) {
-            if (t instanceof RuntimeException e) {
-                return e;
-            }
-            if (t instanceof Error e) {
-                throw e;
-            }
-            return new IllegalStateException("a downcall threw " + t, t);
         }
     }
 
