@@ -759,10 +759,15 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             Transfer mine = sends.get(peer).isEmpty() ? recvs.get(peer).peek() : sends.get(peer).peek();
             CallDescriptor d = Objects.requireNonNull(mine).planned.descriptor();
             long round = rounds;
+            String theirs = "a collective";
             long[] theirWords = readWords(scratchOf[rank], layout.mailbox(peer, round), 5);
-            String theirs = theirWords[4] == round
-                    ? CallDescriptor.decode(theirWords, peer).describe(HostCollectiveComm.this::algorithmName)
-                    : "a collective";
+            if (theirWords[4] == round) {
+                try {
+                    theirs = CallDescriptor.decode(theirWords, peer).describe(HostCollectiveComm.this::algorithmName);
+                } catch (JmscclppException notADescriptor) {
+                    // a mailbox of another round (the peer made collectives this rank did not): no name for its call
+                }
+            }
             long[] message = words(d, round);
             for (int q = 0; q < size; q++) {
                 if (q != rank) {
