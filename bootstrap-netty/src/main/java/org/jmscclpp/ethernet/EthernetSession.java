@@ -99,6 +99,15 @@ final class EthernetSession implements TransportProvider.Session {
         this.loops = EventLoops.lease(group);
         this.progress = group == null ? EthernetProgress.acquire() : null;
         try {
+            if (loops.inEventLoop()) {
+                // the bind below runs on this very thread after the current task: waiting for it here would
+                // deadlock (Netty refuses with a BlockingOperationException)
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ETHERNET listener cannot be opened on "
+                        + Thread.currentThread().getName() + ", an event loop of the bootstrap's group, which must"
+                        + " run its bind: register memory for ETHERNET (or connect over it) off the event loop,"
+                        + " e.g. after publishOn(Schedulers.boundedElastic())")
+                        .phase("ETHERNET session").build();
+            }
             ServerBootstrap sb = new ServerBootstrap()
                     .group(loops.group(), progress != null ? progress.loop() : loops.group())
                     .channel(loops.serverChannel())
