@@ -30,7 +30,7 @@ class CudaCollectivesGpuTest {
     }
 
     private void job(String scenario) {
-        GpuJob.runAndPrint(CollectiveScenarios.class, scenario + " on " + gpus + " GPUs", gpus, JOB_TIMEOUT, logs, scenario);
+        GpuJob.runAndPrint(CollectiveScenarios.class, scenario + " on " + gpus + " ranks", gpus, JOB_TIMEOUT, logs, scenario);
     }
 
     @Test

@@ -36,6 +36,6 @@ class CudaHierarchicalGpuTest {
     void everyKindOnTwoHostsOfGpus() {
         int perHost = gpus / 2;
         GpuJob.runAndPrint(CollectiveScenarios.class, rank -> Map.of("MSCCLPP_HOSTID", "gpu-host-" + rank / perHost),
-                "coll-hosts on " + gpus + " GPUs as 2 hosts", gpus, JOB_TIMEOUT, logs, "coll-hosts");
+                "coll-hosts on " + gpus + " ranks as 2 hosts", gpus, JOB_TIMEOUT, logs, "coll-hosts");
     }
 }
