@@ -395,26 +395,22 @@ class HostCollectiveFaultsTest {
             CollectiveComm c0 = job.comms.get(0);
             java.util.concurrent.CompletableFuture<Void> call = c0.allReduce(bufs.get(0), bufs.get(0), 1,
                     DataType.INT32, ReduceOp.SUM).toFuture();
-            java.util.concurrent.CompletableFuture<Void> closing =
-                    java.util.concurrent.CompletableFuture.runAsync(c0::close);
-            // once close() has begun, new calls are refused (the probe, a send/recv with itself, needs no peer and
-            // runs while close() has not begun); the call in flight is not ended by it
-            DeviceBuffer probe = job.backends.get(0).allocate(64);
+            Thread closer = Thread.ofPlatform().name("closer").start(c0::close);
+            // close() parks only in its wait for the calls in flight, after it began refusing new ones (a probe
+            // before that would queue behind the call in flight)
             long deadline = System.nanoTime() + LIMIT.toNanos();
-            JmscclppException refused = null;
-            while (refused == null && System.nanoTime() < deadline) {
-                try {
-                    c0.group(g -> g.send(bufs.get(0), 1, DataType.INT32, 0).recv(probe, 1, DataType.INT32, 0))
-                            .block(LIMIT);
-                } catch (JmscclppException e) {
-                    refused = e;
-                }
+            while (closer.getState() != Thread.State.TIMED_WAITING && closer.isAlive() && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
             }
-            assertTrue(refused != null && refused.code() == ErrorCode.INVALID_USAGE
-                    && refused.getMessage().contains("closed"), String.valueOf(refused));
+            assertEquals(Thread.State.TIMED_WAITING, closer.getState(), "close() waits for the call in flight");
+            DeviceBuffer probe = job.backends.get(0).allocate(64);
+            JmscclppException refused = assertThrows(JmscclppException.class, () -> c0.group(g -> g.send(bufs.get(0),
+                    1, DataType.INT32, 0).recv(probe, 1, DataType.INT32, 0)).block(LIMIT));
+            assertTrue(refused.code() == ErrorCode.INVALID_USAGE && refused.getMessage().contains("closed"),
+                    refused.getMessage());
             job.comms.get(1).allReduce(bufs.get(1), bufs.get(1), 1, DataType.INT32, ReduceOp.SUM).block(LIMIT);
             call.get(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
-            closing.get(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(closer.join(LIMIT), "close() returned once the call ended");
             assertEquals(11, bufs.get(0).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
 
             // rank 1 closes from the doFinally of a send/recv with itself (a call that needs no peer)
