@@ -98,7 +98,10 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private volatile @Nullable JmscclppException failure;
     private volatile @Nullable JmscclppException peerFailure;
     private volatile boolean closed;
-    /** Set when {@link #close()} begins: calls are refused from then on, while those issued before end. */
+    /**
+     * Set when {@link #close()} begins (before {@link #closed}, set once the calls issued before have ended): calls
+     * are refused from then on.
+     */
     private volatile boolean closing;
     private @Nullable Disposable watch;
     /** Calls issued and neither ended nor cancelled by their subscriber yet. */
@@ -477,10 +480,15 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
      * @throws JmscclppException TIMEOUT when calls are still in flight at the deadline
      */
     private void awaitCallsEnded(String phase) {
-        if (!Waiting.await(() -> callsInFlight.get() == 0, Waiting.deadline(timeout), false)) {
+        if (!callsEnded()) {
             throw JmscclppException.builder(ErrorCode.TIMEOUT, callsInFlight.get() + " call(s) issued before were"
                     + " still running after " + timeout.toMillis() + " ms").rank(rank).phase(phase).build();
         }
+    }
+
+    /** Whether no call of this rank is in flight any more, waiting at most the communicator's timeout. */
+    private boolean callsEnded() {
+        return Waiting.await(() -> callsInFlight.get() == 0, Waiting.deadline(timeout), false);
     }
 
     /**
@@ -613,7 +621,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     private void checkUsable(String phase) {
-        if (closed || closing) {
+        if (closing) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator is closed")
                     .rank(rank).phase(phase).build();
         }
@@ -896,14 +904,14 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     @Override
     public final void close() {
         synchronized (lock) {
-            if (closed || closing) {
+            if (closing) {
                 return;
             }
             closing = true;
         }
         // the calls issued before end first, as NCCL's ncclCommDestroy finalizes them: at most the timeout, after
         // which the release below ends a call still waiting (for a peer that never made its part) on this rank
-        if (!Waiting.await(() -> callsInFlight.get() == 0, Waiting.deadline(timeout), false)) {
+        if (!callsEnded()) {
             LOG.log(Level.WARNING, "rank {0}: closing the collective communicator with {1} call(s) still "
                     + "in flight after {2} ms; they end now", rank, callsInFlight.get(), timeout.toMillis());
         }
