@@ -51,7 +51,7 @@ public final class BootstrapOptions {
      * The longest {@code initTimeout} and {@code operationTimeout}: a longer one given to the builder (a caller's
      * "forever") is cut to it, one in {@code MSCCLPP_BOOTSTRAP_TIMEOUT} refused.
      */
-    public static final Duration MAX_TIMEOUT = Duration.ofDays(365);   // what Waiting.bounded cuts to
+    public static final Duration MAX_TIMEOUT = Waiting.MAX_WAIT;
 
     private final Duration initTimeout;
     private final Duration operationTimeout;

@@ -76,7 +76,7 @@ public final class Waiting {
     }
 
     /** Longest wait: longer timeouts are cut to it, so deadline arithmetic never overflows. */
-    static final Duration MAX_WAIT = Duration.ofDays(365);
+    public static final Duration MAX_WAIT = Duration.ofDays(365);
 
     private Waiting() {
     }
