@@ -741,7 +741,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             }
             checkStopped("send/recv #" + batch.number());
             for (int p = 0; p < size; p++) {
-                Transfer pending = sends.get(p).isEmpty() ? recvs.get(p).peek() : sends.get(p).peek();
+                Transfer pending = pendingWith(p);
                 if (pending != null) {
                     throw JmscclppException.builder(ErrorCode.TIMEOUT, pending.planned.call().describe() + " did not"
                             + " complete in time (" + pending.chunk + " of " + pending.chunks + " chunks)").rank(rank)
@@ -750,14 +750,19 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             }
         }
 
+        /** The first transfer with {@code peer} not done yet (its sends first), or null. */
+        private @Nullable Transfer pendingWith(int peer) {
+            return sends.get(peer).isEmpty() ? recvs.get(peer).peek() : sends.get(peer).peek();
+        }
+
         /**
          * INVALID_USAGE for a send or receive with {@code peer} while it is in a collective, after telling every peer
          * this rank's call as a collective's descriptor: the ranks waiting in a collective's handshake for this rank
          * fail on the mismatch too, at once, instead of at their deadline.
          */
         private JmscclppException crossing(int peer) {
-            Transfer mine = sends.get(peer).isEmpty() ? recvs.get(peer).peek() : sends.get(peer).peek();
-            CallDescriptor d = Objects.requireNonNull(mine).planned.descriptor();
+            Transfer mine = Objects.requireNonNull(pendingWith(peer));
+            CallDescriptor d = mine.planned.descriptor();
             long round = rounds;
             String theirs = "a collective";
             long[] theirWords = readWords(scratchOf[rank], layout.mailbox(peer, round), 5);
