@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.UniqueId;
@@ -92,6 +93,16 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
             "SLURM_LOCALID");
     /** Compared with each other where several are set; Slurm is not (see the class comment). */
     private static final List<Convention> COMPARED = List.of(JMSCCLPP, OPEN_MPI, TORCHRUN);
+
+    /**
+     * The rank, size and local-rank variables of the launchers other than jmscclpp's whose ranks are compared with
+     * its own: a process that starts ranks of its own (jmscclpp run) leaves them out of their environment, where
+     * an outer mpirun's or torchrun's would contradict the ranks it gives them.
+     */
+    public static List<String> otherLaunchersRankVariables() {
+        return COMPARED.stream().filter(c -> c != JMSCCLPP)
+                .flatMap(c -> Stream.of(c.rankVar(), c.sizeVar(), c.localVar())).toList();
+    }
 
     /** How the ranks of a job agree on its root. */
     public sealed interface Rendezvous {

@@ -69,12 +69,6 @@ import org.jspecify.annotations.Nullable;
 public final class Launcher {
 
     private static final System.Logger LOG = System.getLogger(Launcher.class.getName());
-    /**
-     * Rank variables of the launchers that {@link RankEnvironment} compares with jmscclpp's, which a rank would inherit
-     * from a launcher that started this one.
-     */
-    private static final List<String> OUTER_RANK_VARIABLES = List.of("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-            "OMPI_COMM_WORLD_LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_RANK");
 
     /** One line per log record (time, level, logger, message) instead of java.util.logging's two. */
     static final String LOG_FORMAT = "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n";
@@ -282,7 +276,7 @@ public final class Launcher {
                 Map<String, String> env = pb.environment();
                 // this launcher's ranks are not the ranks of one that started it (jmscclpp run under mpirun or
                 // torchrun, or in a pod that sets RANK and WORLD_SIZE): their rank variables would contradict these
-                OUTER_RANK_VARIABLES.forEach(env::remove);
+                RankEnvironment.otherLaunchersRankVariables().forEach(env::remove);
                 env.putAll(b.env);
                 env.putAll(b.rankEnv.apply(rank));
                 env.put(RankEnvironment.COMM_ID, rootAddress);
