@@ -48,7 +48,7 @@ public final class GpuJob {
      * ranks sharing the GPUs in turn ({@link #run}): a check of what the code computes on fewer GPUs, where
      * their kernels take turns on a GPU, so that no time they take means anything.
      */
-    static final String SHARE_ENV = "JMSCCLPP_TEST_SHARE_GPUS";
+    public static final String SHARE_ENV = "JMSCCLPP_TEST_SHARE_GPUS";
 
     /**
      * Aborts the calling tests, with the reason, where this host has no usable GPU or fewer than {@code n} (unless

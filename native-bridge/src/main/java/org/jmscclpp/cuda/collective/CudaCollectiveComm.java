@@ -641,6 +641,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     + " this rank does not hold, or this rank named one rank " + peer + " lacks"
                     : code == 3 ? CallDescriptor.pointToPointMismatch(sending ? rank : peer, sending ? m : t,
                     sending ? peer : rank, sending ? t : m, this::algorithmName).orElse("sends and receives differ")
+                    : m.kind().pointToPoint() != t.kind().pointToPoint()
+                    ? CallDescriptor.crossedCalls(peer, t.describe(this::algorithmName), m.describe(this::algorithmName))
                     : "the ranks called different collectives: rank " + rank + " " + m.describe(this::algorithmName)
                     + ", rank " + peer + " " + t.describe(this::algorithmName);
         } catch (JmscclppException e) {

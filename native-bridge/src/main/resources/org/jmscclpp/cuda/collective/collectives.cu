@@ -245,6 +245,75 @@ __forceinline__ __device__ char* descSlot(char* scratch, const Comm* c, u64 half
   return scratch + c->offDesc + (half * kMaxRanks + from) * 4 * sizeof(LL16Packet);
 }
 
+// The box of point-to-point messages (the point-to-point section below) that rank `from` writes into
+// for its messages of parity `half`: its descriptor and, for the end that waits, "done".
+constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
+
+__device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from, u64 half) {
+  return scratch + (fromSender ? c->offP2pDesc : c->offP2pReply) +
+         (half * kMaxRanks + static_cast<u64>(from)) * kP2pBoxPackets * 16;
+}
+
+// Crossed calls: a rank in a send or receive with a peer that is in a collective, or the reverse,
+// waits for a descriptor the other never writes (NCCL hangs there). A descriptor wait that lasted
+// kCrossingLookNs also looks for the other kind's: the peer's descriptor of its next message with
+// this rank (a pair's message numbers are in step), or of this rank's next collective run (the runs
+// are in step). Seeing one is not yet a crossing: a peer that did the awaited call and went on writes
+// the next call's descriptor after this one's, and the wait goes on for kCrossingGraceNs; if the
+// awaited descriptor still does not come, the calls crossed, and both ends fail with INVALID_USAGE
+// naming the two calls. A point-to-point end that finds itself crossed also writes its descriptor as
+// its collective one for the run, so that the other ranks of that collective fail on the mismatch at
+// once instead of at their deadline (the host engine's HostCollectiveComm does the same).
+constexpr u64 kCrossingLookNs = 20000;
+constexpr u64 kCrossingGraceNs = 5000000;
+
+// Waits until `awaited` carries `flag` (its payload in `out`): returns 0. Returns 1 + j where
+// others[j] carried otherFlags[j] and `awaited` did not come within kCrossingGraceNs after that, or
+// -1 when the wait gave up (deadline.failed()).
+__device__ int awaitUnlessCrossed(const LL16Packet* awaited, u32 flag, const LL16Packet* const* others,
+                                  const u32* otherFlags, int nOthers, Deadline& deadline, uint2& out) {
+  u64 start = 0;
+  u64 seenAt = 0;
+  int seen = -1;
+  for (;;) {
+    if (awaited->readOnce(flag, out)) {
+      return 0;
+    }
+    if (deadline.expired()) {
+      if (!deadline.aborted) {
+        JMSCCLPP_GIVE_UP(deadline, jmscclpp::AbortTimeout, "descriptor wait: the peer's descriptor did not arrive"
+                                                           " before the deadline");
+      }
+      return -1;
+    }
+    const u64 now = jmscclpp::globalTimerNs();
+    if (start == 0) {
+      start = now;
+    } else if (seen >= 0) {
+      if (now - seenAt >= kCrossingGraceNs) {
+        return 1 + seen;
+      }
+    } else if (now - start >= kCrossingLookNs) {
+      for (int j = 0; j < nOthers; j++) {
+        uint2 ignored;
+        if (others[j]->readOnce(otherFlags[j], ignored)) {
+          seen = j;
+          seenAt = now;
+          break;
+        }
+      }
+    }
+  }
+}
+
+// The descriptor in the four packets at `from` (flag), into `words`.
+__device__ void readDescriptor(const LL16Packet* from, u32 flag, u64* words, Deadline& deadline) {
+  for (int k = 0; k < 4; k++) {
+    uint2 v = from[k].read(flag, deadline);
+    words[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+  }
+}
+
 // Block 0 sends this rank's descriptor to every peer; every block then reads every peer's into
 // `peers` (shared) and compares words 0 and 1 with its own. Returns false (after fail()) when a
 // peer differs; every rank sees every difference, so all ranks stop at the same run.
@@ -274,9 +343,19 @@ __device__ bool exchangeDescriptors(const Comm* c, const Call& call, u64 run, u3
     } else {
       const LL16Packet* from = packets(descSlot(c->scratch, c, half, q));
       Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-      for (int k = 0; k < 4; k++) {
-        uint2 v = from[k].read(flag, deadline);
-        peers[q][k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+      // what q writes into this rank's boxes if it sends to this rank (0) or receives from it (1)
+      // instead: a crossing (above); its descriptor then differs from this call's in kind
+      const LL16Packet* others[2];
+      u32 otherFlags[2];
+      for (int s = 0; s < 2; s++) {
+        const u64 number = c->p2pCount[(s == 0 ? kMaxRanks : 0) + q] + 1;
+        others[s] = packets(p2pBox(c->scratch, c, s == 0, q, number & 1));
+        otherFlags[s] = static_cast<u32>(number % kFlagPeriod) + 1;
+      }
+      uint2 first;
+      const int got = awaitUnlessCrossed(from, flag, others, otherFlags, 2, deadline, first);
+      if (got >= 0) {
+        readDescriptor(got == 0 ? from : others[got - 1], got == 0 ? flag : otherFlags[got - 1], peers[q], deadline);
       }
       if (deadline.failed()) {
         stopOnAbort(c);
@@ -960,10 +1039,19 @@ struct P2p {
 };
 static_assert(sizeof(P2p) == 8 + 64 * kMaxP2p + 24, "CudaCollectiveComm.P2P_BYTES");
 
-// A verdict of this end alone: a wait gave up (the job was aborted); nothing moves, no error record.
+// Verdicts of this end alone: a wait gave up (the job was aborted): nothing moves, no error record;
+// the peer is in a collective instead (awaitUnlessCrossed): nothing moves, the calls' mismatch.
 constexpr u32 kVerdictAborted = 4;
+constexpr u32 kVerdictCrossed = 5;
 
-constexpr u64 kP2pBoxPackets = 5;  // 4 for the descriptor, 1 for "done" (status in x)
+// The descriptor a peer writes for this rank's next collective run, had it called a collective, and
+// its flag.
+__device__ const LL16Packet* nextCollectiveDescriptor(const Comm* c, int peer, u32& flag) {
+  const u64 run = c->runs[0];
+  flag = static_cast<u32>(run % kFlagPeriod) + 1;
+  return packets(descSlot(c->scratch, c, run & 1, peer));
+}
+
 constexpr u64 kPushMinBytes = 1ull << 20;
 constexpr u64 kInlineFlag = 2ull << 32;  // in word 0 (CallDescriptor.INLINE): the data comes as packets
 constexpr u64 kP2pInlineBytes = 256ull << 10;  // CudaCollectiveComm.INLINE_MAX_BYTES
@@ -972,13 +1060,6 @@ constexpr u64 kP2pInlineSlot = kP2pInlineBytes * 2;  // its packets
 // The inline area the sender `from` writes the packets of its messages of parity `half` into.
 __device__ char* p2pInline(char* scratch, const Comm* c, int from, u64 half) {
   return scratch + c->offOut + c->stagedBytes + (static_cast<u64>(from) * 2 + half) * kP2pInlineSlot;
-}
-
-// The box rank `from` writes into for its messages of parity `half`: its descriptor and, for the end
-// that waits, "done".
-__device__ char* p2pBox(char* scratch, const Comm* c, bool fromSender, int from, u64 half) {
-  return scratch + (fromSender ? c->offP2pDesc : c->offP2pReply) +
-         (half * kMaxRanks + static_cast<u64>(from)) * kP2pBoxPackets * 16;
 }
 
 // Where a located registration of peer index i is mapped here, or null.
@@ -1025,9 +1106,12 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       }
     }
     Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-    for (int k = 0; k < 4; k++) {
-      uint2 v = mine[k].read(flag, deadline);
-      theirs[k] = static_cast<u64>(v.x) | static_cast<u64>(v.y) << 32;
+    u32 collectiveFlag;
+    const LL16Packet* collective = nextCollectiveDescriptor(c, op.peer, collectiveFlag);
+    uint2 first;
+    const int got = awaitUnlessCrossed(mine, flag, &collective, &collectiveFlag, 1, deadline, first);
+    if (got >= 0) {
+      readDescriptor(got == 0 ? mine : collective, got == 0 ? flag : collectiveFlag, theirs, deadline);
     }
     if (deadline.failed()) {
       stopOnAbort(c);
@@ -1042,7 +1126,7 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
     bool same = (sw & 0xFF) == 7 && (rw & 0xFF) == 8 && ((sw >> 8) & 0xFF) == ((rw >> 8) & 0xFF) &&
                 ((sw >> 24) & 0xFF) == ((rw >> 24) & 0xFF) && (sw >> 40) == static_cast<u64>(dest + 1) &&
                 (rw >> 40) == static_cast<u64>(from + 1) && sendDesc[1] == recvDesc[1];
-    verdict = deadline.failed() ? kVerdictAborted : same ? 0 : 1;
+    verdict = deadline.failed() ? kVerdictAborted : got > 0 ? kVerdictCrossed : same ? 0 : 1;
     // the ends decide alike only when their descriptors agree (the same count: the same bytes); when
     // they do not, the receiver is the mover, which moves nothing and tells the sender so
     inlined = verdict == 0 && (sw & kInlineFlag) != 0 && op.bytes <= kP2pInlineBytes;
@@ -1089,7 +1173,7 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (!mover && !inlined && block == 0 && verdict != kVerdictAborted) {
+    if (!mover && !inlined && block == 0 && verdict != kVerdictAborted && verdict != kVerdictCrossed) {
       // the other end moves: wait for its "done" (which carries its verdict on locating the data); an
       // inline sender is done once its packets are written and the descriptors agree
       Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
@@ -1104,6 +1188,18 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
     if ((verdict == 1 || verdict == 2) && block == 0) {
       fail(c, verdict == 1 ? kP2pMismatch : kUnknownRegistration, op.peer, op.desc, theirs, number);
     }
+    if (verdict == kVerdictCrossed && block == 0) {
+      fail(c, kMismatch, op.peer, op.desc, theirs, number);
+      // this call as this rank's descriptor of the peer's collective run, for every rank in it
+      const u64 run = c->runs[0];
+      const u32 runFlag = static_cast<u32>(run % kFlagPeriod) + 1;
+      for (int j = 0; j < N - 1; j++) {
+        LL16Packet* to = packets(descSlot(c->peerScratch[j], c, run & 1, rank));
+        for (int k = 0; k < 4; k++) {
+          to[k].write(op.desc[k], runFlag);
+        }
+      }
+    }
     // a pushing sender's stores into the peer must reach it before its "done"; the other cases write
     // nothing the peer reads but that packet (a system fence costs microseconds)
     if (push && sender) {
@@ -1115,7 +1211,7 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       // every block of this end is done (and read `number`)
       *finished = 0;
       *count = number;
-      if (mover && !inlined) {
+      if (mover && !inlined && verdict != kVerdictCrossed) {
         packets(p2pBox(c->peerScratch[i], c, sender, rank, half))[4].write(verdict, 0u, flag);
       }
     }

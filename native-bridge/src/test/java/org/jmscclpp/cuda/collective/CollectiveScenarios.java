@@ -44,6 +44,9 @@ import org.jmscclpp.testkit.CollectiveReference;
  *       own) fails both ranks of that pair with INVALID_USAGE naming both counts and no other rank;
  *       ranks calling allreduce with different counts all fail with INVALID_USAGE naming both, and
  *       the communicator refuses later calls;</li>
+ *   <li>{@code coll-crossing}: rank 0 sends to rank 1 (then receives from it) where every other
+ *       rank calls allreduce (NCCL hangs there): every rank fails with INVALID_USAGE naming both
+ *       calls, long before the deadline, each time on a collective communicator of its own;</li>
  *   <li>{@code coll-hosts}: run with the ranks on two pretend hosts ({@code MSCCLPP_HOSTID}), the
  *       hierarchical collectives: every kind, reductions within {@link CollectiveReference}'s bound.</li>
  * </ul>
@@ -93,6 +96,7 @@ final class CollectiveScenarios {
                 case "coll-graph" -> s.graph((CudaCollectiveComm) comm);
                 case "coll-group" -> s.group(comm);
                 case "coll-mismatch" -> s.mismatch(comm);
+                case "coll-crossing" -> s.crossing();
                 case "coll-hosts" -> s.acrossHosts(comm);
                 default -> throw new IllegalArgumentException("unknown scenario " + scenario);
             }
@@ -700,6 +704,45 @@ final class CollectiveScenarios {
             calls += 2;
         } finally {
             b.close();
+        }
+    }
+
+    /**
+     * Rank 0 sends 4 ints to rank 1, then receives 4 from it, where the other ranks call allreduce:
+     * every rank fails with INVALID_USAGE naming both calls, within 30 s of a 60 s deadline.
+     */
+    private void crossing() {
+        int tag = CollectiveOptions.DEFAULT_TAG + 10;
+        for (boolean send : new boolean[] {true, false}) {
+            Duration deadline = Duration.ofSeconds(60);
+            try (CollectiveComm comm = CollectiveComm.create(r.comm, CollectiveOptions.defaults().withTimeout(deadline)
+                    .withTag(++tag)).block(LIMIT);
+                 DeviceBuffer b = backend.allocate(64)) {
+                long start = System.nanoTime();
+                JmscclppException e;
+                try {
+                    if (rank == 0) {
+                        (send ? comm.send(b, 4, DataType.INT32, 1) : comm.recv(b, 4, DataType.INT32, 1)).block(LIMIT);
+                    } else {
+                        comm.allReduce(b, b, 4, DataType.INT32, ReduceOp.SUM).block(LIMIT);
+                    }
+                    throw new AssertionError("rank " + rank + "'s call succeeded though the ranks' calls crossed");
+                } catch (JmscclppException x) {
+                    e = x;
+                }
+                Duration took = Duration.ofNanos(System.nanoTime() - start);
+                GpuRankMain.say("crossed calls reported after " + took.toMillis() + " ms as: " + e.getMessage());
+                String p2p = (send ? "send" : "recv") + "(count 4, int32, peer 1)";
+                if (e.code() != ErrorCode.INVALID_USAGE || !e.getMessage().contains(p2p)
+                        || !e.getMessage().contains("all_reduce(count 4, int32, sum")) {
+                    throw new AssertionError("expected INVALID_USAGE naming " + p2p + " and the allreduce, got " + e, e);
+                }
+                if (took.compareTo(Duration.ofSeconds(30)) > 0) {
+                    throw new AssertionError("the crossed calls failed after " + took + ", not at once");
+                }
+                calls++;
+            }
+            r.bootstrap.barrier(LIMIT).block(LIMIT);
         }
     }
 

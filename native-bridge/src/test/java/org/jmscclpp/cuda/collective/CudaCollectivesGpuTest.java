@@ -57,4 +57,13 @@ class CudaCollectivesGpuTest {
     void mismatchedCallsFailEveryRank() {
         job("coll-mismatch");
     }
+
+    @Test
+    void aSendOrReceiveAgainstACollectiveFailsEveryRankAtOnce() {
+        job("coll-crossing");
+        if (gpus < 3 && "1".equals(System.getenv(GpuJob.SHARE_ENV))) {
+            // a rank that is in neither call of the crossed pair: it learns of it from the sending or receiving rank
+            GpuJob.runAndPrint(CollectiveScenarios.class, "coll-crossing on 3 ranks", 3, JOB_TIMEOUT, logs, "coll-crossing");
+        }
+    }
 }

@@ -158,6 +158,15 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
                 + " " + recv.describe(algorithmName));
     }
 
+    /**
+     * Why a rank's call and a peer's differ in kind, one a send or receive and the other a
+     * collective (their descriptions given): the message of both engines' crossed-calls error.
+     */
+    public static String crossedCalls(int peer, String theirs, String mine) {
+        return "rank " + peer + " called " + theirs + " where this rank calls " + mine + ": the ranks' calls differ"
+                + " in kind (every rank makes the same collectives in the same order, and each send its receive)";
+    }
+
     /** {@code allReduce(count 1000, float, sum) by rsag on registered buffers}. */
     public String describe(IntFunction<String> algorithmName) {
         StringBuilder b = new StringBuilder(kind.label()).append("(count ").append(count).append(", ").append(type);

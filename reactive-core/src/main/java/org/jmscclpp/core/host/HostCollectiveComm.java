@@ -780,10 +780,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                     signal(q, COLL);
                 }
             }
-            return JmscclppException.builder(ErrorCode.INVALID_USAGE, "rank " + peer + " called " + theirs + " where this"
-                    + " rank calls " + mine.planned.call().describe() + ": the ranks' calls differ in kind (every rank"
-                    + " makes the same collectives in the same order, and each send its receive)").rank(rank).peer(peer)
-                    .tag(options.tag()).phase(mine.phase()).build();
+            return JmscclppException.builder(ErrorCode.INVALID_USAGE, CallDescriptor.crossedCalls(peer, theirs,
+                    mine.planned.call().describe())).rank(rank).peer(peer).tag(options.tag()).phase(mine.phase()).build();
         }
 
         /** One send or receive: chunk by chunk, each acknowledged. */
