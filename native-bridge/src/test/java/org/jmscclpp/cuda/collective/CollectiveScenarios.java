@@ -463,11 +463,13 @@ final class CollectiveScenarios {
                 inputs[q] = arena.allocate(count * 4, 8);
                 CollectiveReference.fill(DataType.FLOAT32, 77, q, 0, count, inputs[q], 0);
             }
+            // the receive buffer a second wrap of the same pointer, as a caller passing data_ptr() twice: in place
+            DeviceBuffer sameAgain = backend.wrap(owner.address(), owner.size());
             for (String algorithm : List.of("ll16", "rsag")) {
                 long c = algorithm.equals("ll16") ? 1000 : count;
                 backend.copyFromHost(wrapped, 0, inputs[rank].asSlice(0, c * 4));
                 r.bootstrap.barrier(LIMIT).block(LIMIT);
-                cuda.on(theirs, CallOptions.algorithm(algorithm)).allReduce(wrapped, wrapped, c, DataType.FLOAT32,
+                cuda.on(theirs, CallOptions.algorithm(algorithm)).allReduce(wrapped, sameAgain, c, DataType.FLOAT32,
                         ReduceOp.SUM);
                 theirs.synchronize(LIMIT, "allreduce on a wrapped stream");
                 cuda.asyncError().ifPresent(e -> {
@@ -482,6 +484,15 @@ final class CollectiveScenarios {
                 }
                 calls++;
                 r.bootstrap.barrier(LIMIT).block(LIMIT);
+            }
+            try {
+                comm.allReduce(wrapped, backend.wrap(owner.address() + 4, 4 * count), count, DataType.FLOAT32,
+                        ReduceOp.SUM).block(LIMIT);
+                throw new AssertionError("an allreduce whose two wraps of one pointer overlap shifted ran");
+            } catch (JmscclppException e) {
+                if (e.code() != ErrorCode.INVALID_USAGE || !e.getMessage().contains("of the same memory overlap")) {
+                    throw new AssertionError("expected INVALID_USAGE for shifted wraps of one pointer, got " + e, e);
+                }
             }
             theirs.close();
             // the wrapped stream's close destroyed nothing: the caller's stream still works

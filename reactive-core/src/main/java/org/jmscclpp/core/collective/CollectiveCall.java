@@ -96,16 +96,18 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
     }
 
     /**
-     * Whether this is NCCL's in-place form: send and receive in one buffer, laid out as
+     * Whether this is NCCL's in-place form: send and receive in one memory, laid out as
      * {@link CollectiveKind} says (allgather: send = recv + rank × count; reducescatter:
-     * recv = send + rank × count; the others: send = recv).
+     * recv = send + rank × count; the others: send = recv). One memory is one buffer, or two
+     * buffers over the same addresses (two wraps of one device pointer, as NCCL compares pointers).
      */
     public boolean inPlace(int rank) {
-        if (send == null || recv == null || DeviceBufferSlice.root(send) != DeviceBufferSlice.root(recv)) {
+        long[] at = starts(send, recv);
+        if (at == null) {
             return false;
         }
-        long s = DeviceBufferSlice.offsetInRoot(send);
-        long r = DeviceBufferSlice.offsetInRoot(recv);
+        long s = at[0];
+        long r = at[1];
         long slot = rank * countBytes();
         return switch (kind) {
             case ALL_GATHER -> s == r + slot;
@@ -145,10 +147,13 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         long recvBytes = recvBytes(rank, n);
         checkBuffer(rank, "send", send, sendBytes);
         checkBuffer(rank, "recv", recv, recvBytes);
-        if (sendBytes > 0 && recvBytes > 0 && overlap(send, sendBytes, recv, recvBytes) && !inPlace(rank)) {
-            throw invalid(rank, "the send range [" + DeviceBufferSlice.offsetInRoot(send) + ", +" + sendBytes
-                    + ") and the recv range [" + DeviceBufferSlice.offsetInRoot(recv) + ", +" + recvBytes
-                    + ") of one buffer overlap, but not in " + kind.label() + "'s in-place layout");
+        long[] at = sendBytes > 0 && recvBytes > 0 ? starts(send, recv) : null;
+        if (at != null && at[0] < at[1] + recvBytes && at[1] < at[0] + sendBytes && !inPlace(rank)) {
+            boolean oneBuffer = DeviceBufferSlice.root(send) == DeviceBufferSlice.root(recv);
+            throw invalid(rank, "the send range [" + where(at[0], oneBuffer) + ", +" + sendBytes
+                    + ") and the recv range [" + where(at[1], oneBuffer) + ", +" + recvBytes + ") of "
+                    + (oneBuffer ? "one buffer" : "the same memory") + " overlap, but not in " + kind.label()
+                    + "'s in-place layout");
         }
     }
 
@@ -168,13 +173,26 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         }
     }
 
-    private static boolean overlap(@Nullable DeviceBuffer a, long aBytes, @Nullable DeviceBuffer b, long bBytes) {
-        if (a == null || b == null || DeviceBufferSlice.root(a) != DeviceBufferSlice.root(b)) {
-            return false;
+    /**
+     * Where {@code a} and {@code b} start in one frame, or null where they cannot share memory: their
+     * offsets when both are ranges of one buffer; their addresses when they are different buffers
+     * with addresses (two wraps of one device pointer, a wrap of a backend buffer's segment: one
+     * address space per process); null for a buffer without one (a heap segment's wrap).
+     */
+    private static long @Nullable [] starts(@Nullable DeviceBuffer a, @Nullable DeviceBuffer b) {
+        if (a == null || b == null) {
+            return null;
         }
-        long x = DeviceBufferSlice.offsetInRoot(a);
-        long y = DeviceBufferSlice.offsetInRoot(b);
-        return x < y + bBytes && y < x + aBytes;
+        if (DeviceBufferSlice.root(a) == DeviceBufferSlice.root(b)) {
+            return new long[] {DeviceBufferSlice.offsetInRoot(a), DeviceBufferSlice.offsetInRoot(b)};
+        }
+        long x = a.address();
+        long y = b.address();
+        return x != 0 && y != 0 ? new long[] {x, y} : null;
+    }
+
+    private static String where(long at, boolean offset) {
+        return offset ? Long.toString(at) : "0x" + Long.toHexString(at);
     }
 
     private JmscclppException invalid(int rank, String detail) {

@@ -115,6 +115,44 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * Two wraps of the same memory are one memory, as NCCL compares pointers: send and recv wrapped
+     * separately from one segment run in place and sum right; ranges of it that overlap outside the
+     * in-place layout are INVALID_USAGE naming both ranges, as they are within one buffer.
+     */
+    @Test
+    void twoWrapsOfTheSameMemoryAreOneMemory() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(64), job.backends.get(1).allocate(64));
+            for (int r = 0; r < 2; r++) {
+                for (int i = 0; i < 16; i++) {
+                    bufs.get(r).hostSegment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, 10 * r + i);
+                }
+            }
+            job.all(r -> {
+                MemorySegment m = bufs.get(r).hostSegment();
+                return job.comms.get(r).allReduce(DeviceBuffer.wrap(m), DeviceBuffer.wrap(m), 16, DataType.INT32,
+                        ReduceOp.SUM);
+            });
+            for (int r = 0; r < 2; r++) {
+                for (int i = 0; i < 16; i++) {
+                    assertEquals(10 + 2 * i, bufs.get(r).hostSegment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT,
+                            i), "rank " + r + " element " + i);
+                }
+            }
+            MemorySegment m = bufs.get(0).hostSegment();
+            String shifted = message(() -> job.comms.get(0).allReduce(DeviceBuffer.wrap(m.asSlice(0, 32)),
+                    DeviceBuffer.wrap(m.asSlice(4, 32)), 8, DataType.INT32, ReduceOp.SUM).block(LIMIT));
+            assertTrue(shifted.contains("of the same memory overlap") && shifted.contains("0x"
+                    + Long.toHexString(m.address() + 4)), shifted);
+            // rank 1's in-place allgather layout through two wraps: its slot of the output is the input
+            String gather = message(() -> job.comms.get(0).allGather(DeviceBuffer.wrap(m.asSlice(8, 8)),
+                    DeviceBuffer.wrap(m.asSlice(0, 16)), 2, DataType.INT32).block(LIMIT));
+            assertTrue(gather.contains("overlap, but not in all_gather's in-place layout"), gather);
+            assertTrue(job.comms.get(0).failure().isEmpty(), "argument errors do not break the communicator");
+        }
+    }
+
     private static String message(Runnable call) {
         JmscclppException e = assertThrows(JmscclppException.class, call::run);
         assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
