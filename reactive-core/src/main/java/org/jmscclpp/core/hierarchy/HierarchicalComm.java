@@ -99,7 +99,12 @@ import reactor.core.publisher.Sinks;
  * (registering a buffer is accepted and changes nothing). The ranks compare every collective
  * call's descriptors over the bootstrap while its step inside the host runs (each engine checks its
  * host's ranks itself), and no step between hosts starts before the comparison is in: ranks that
- * disagree fail with INVALID_USAGE naming them. Calls run one batch at a time on a platform thread of the communicator's, in issue order.
+ * disagree fail with INVALID_USAGE naming them. A collective's descriptors and the descriptors of
+ * sends between hosts travel on one stream of bootstrap messages per pair of ranks, so a rank that
+ * finds a send's descriptor where it expects a collective's, or the reverse, knows that the calls
+ * crossed (NCCL hangs there): both fail with INVALID_USAGE naming the two calls, and the sending or
+ * receiving rank tells the others (its descriptor in place of its collective one on every stream,
+ * and a send to a rank of its host, which that host's engine finds crossed too). Calls run one batch at a time on a platform thread of the communicator's, in issue order.
  *
  * <h2>Precision</h2>
  * Sums, products and averages of 8- and 16-bit floats run in float32 through both levels and round
@@ -163,9 +168,15 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      */
     public static final String RAIL_TRANSPORT_ENV = "MSCCLPP_RAIL_TRANSPORT";
 
-    /** Bootstrap tags (this prefix | the options' tag): point-to-point messages between hosts and their answers. */
-    private static final int P2P_TAGS = 0x4F000000;
+    /**
+     * Bootstrap tags (this prefix | the options' tag): the descriptors of collectives and of sends
+     * between hosts (one stream per pair of ranks, in call order), and the answers to the sends.
+     */
+    private static final int CALL_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
+    /** An answer's first byte: the receiver's descriptor disagrees; the receiver is in a collective. */
+    private static final byte ANSWER_MISMATCH = 1;
+    private static final byte ANSWER_CROSSED = 2;
 
     private final Backend backend;
     private final Level level;
@@ -198,7 +209,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /** The fold pool, once a fold was large enough to split (see {@link #foldPool()}). */
     private @Nullable ForkJoinPool foldPool;
     /** The descriptor comparison of the collective call under way, until settled (the worker thread's). */
-    private @Nullable CompletableFuture<byte[]> agreement;
+    private @Nullable CompletableFuture<byte[][]> agreement;
     /** Where a collective call's time went, by step (TRACE of COLL only; the worker thread's). */
     private final @Nullable Map<String, Long> phases;
 
@@ -560,12 +571,36 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         }
     }
 
-    /** Starts the comparison of this call's descriptor with every rank's, over the bootstrap. */
-    private CompletableFuture<byte[]> agreeing(CallDescriptor mine, long deadline) {
-        long[] words = mine.words();
-        byte[] out = ByteBuffer.allocate(CallDescriptor.BYTES).order(ByteOrder.LITTLE_ENDIAN)
-                .putLong(words[0]).putLong(words[1]).putLong(0).putLong(0).array();
-        return bootstrap.allGather(out, left(deadline)).toFuture();
+    /**
+     * Starts the comparison of this call's descriptor with every rank's: sent to every rank on its
+     * stream of call descriptors, and every rank's received (by rank; this rank's own at its index).
+     */
+    private CompletableFuture<byte[][]> agreeing(CallDescriptor mine, long deadline) {
+        byte[] out = descriptorMessage(mine);
+        Duration left = left(deadline);
+        byte[][] all = new byte[size][];
+        all[rank] = out;
+        List<Mono<Void>> steps = new ArrayList<>();
+        for (int q = 0; q < size; q++) {
+            if (q != rank) {
+                int peer = q;
+                steps.add(bootstrap.send(peer, tag(CALL_TAGS), out, left));
+                steps.add(bootstrap.recv(peer, tag(CALL_TAGS), left).doOnNext(b -> all[peer] = b).then());
+            }
+        }
+        return Mono.when(steps).thenReturn(all).toFuture();
+    }
+
+    /** The first two words of a descriptor (what calls are compared on), as a message of {@link CallDescriptor#BYTES}. */
+    private static byte[] descriptorMessage(CallDescriptor d) {
+        long[] words = d.words();
+        return ByteBuffer.allocate(CallDescriptor.BYTES).order(ByteOrder.LITTLE_ENDIAN).putLong(words[0])
+                .putLong(words[1]).putLong(0).putLong(0).array();
+    }
+
+    private static CallDescriptor descriptorOf(byte[] message, int rank) {
+        ByteBuffer in = ByteBuffer.wrap(message).order(ByteOrder.LITTLE_ENDIAN);
+        return CallDescriptor.decode(new long[] {in.getLong(), in.getLong(), in.getLong(), in.getLong()}, rank);
     }
 
     /**
@@ -574,17 +609,29 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      * first.
      */
     private void settleAgreement(long deadline) {
-        CompletableFuture<byte[]> pending = agreement;
+        CompletableFuture<byte[][]> pending = agreement;
         if (pending == null) {
             return;
         }
         agreement = null;
-        byte[] all = await(Mono.fromFuture(pending), deadline, "descriptors");
-        ByteBuffer in = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+        byte[][] all = await(Mono.fromFuture(pending), deadline, "descriptors");
         List<CallDescriptor> byRank = new ArrayList<>(size);
         for (int r = 0; r < size; r++) {
-            long[] w = {in.getLong(), in.getLong(), in.getLong(), in.getLong()};
-            byRank.add(CallDescriptor.decode(w, 0));
+            byRank.add(descriptorOf(all[r], 0));
+        }
+        CallDescriptor mine = byRank.get(rank);
+        for (int q = 0; q < size; q++) {
+            CallDescriptor theirs = byRank.get(q);
+            if (theirs.kind().pointToPoint()) {
+                // q sends to this rank (it waits for the answer) or told every rank that it crossed
+                String mineText = mine.describe(this::algorithmName);
+                String theirsText = theirs.describe(this::algorithmName);
+                if (theirs.kind() == CollectiveKind.SEND) {
+                    answer(q, ANSWER_CROSSED, CallDescriptor.crossedCalls(rank, mineText, theirsText), deadline);
+                }
+                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, CallDescriptor.crossedCalls(q, theirsText,
+                        mineText)).rank(rank).peer(q).tag(options.tag()).phase("collective").build();
+            }
         }
         CallDescriptor.mismatch(byRank, this::algorithmName).ifPresent(why -> {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank).phase("collective").build();
@@ -955,6 +1002,37 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         return Set.copyOf(links.keySet());
     }
 
+    /** Answers a sender ({@code peer}) that its send fails, and why. */
+    private void answer(int peer, byte code, String why, long deadline) {
+        byte[] text = why.getBytes(StandardCharsets.UTF_8);
+        byte[] answer = new byte[1 + text.length];
+        answer[0] = code;
+        System.arraycopy(text, 0, answer, 1, text.length);
+        await(bootstrap.send(peer, tag(P2P_ANSWER_TAGS), answer, left(deadline)), deadline, "answer");
+    }
+
+    /**
+     * After this rank's send or receive {@code p} crossed a collective: tells the ranks in it. Its
+     * descriptor goes, in place of its collective one, on its stream to every rank but
+     * {@code told} (a receiver that has it already), and, where this host has other ranks, a send
+     * of one byte to one of them makes this host's engine find the crossing there too, so that the
+     * ranks waiting for this one inside the host fail at once rather than at the deadline. Neither
+     * is waited for: the ranks it reaches may be anywhere by now.
+     */
+    private void tellCrossed(Planned p, int told, long deadline) {
+        byte[] mine = descriptorMessage(p.descriptor());
+        for (int q = 0; q < size; q++) {
+            if (q != rank && q != told) {
+                bootstrap.send(q, tag(CALL_TAGS), mine, left(deadline)).subscribe(null, e -> { });
+            }
+        }
+        if (perHost > 1) {
+            DeviceBuffer one = backend.allocate(1);
+            hostComm.send(one, 1, DataType.INT8, local == 0 ? 1 : 0).doFinally(s -> one.close())
+                    .subscribe(null, e -> { });
+        }
+    }
+
     /**
      * The descriptor over the bootstrap, the receiver's answer (empty when it matches), then the
      * data over the link with the peer. Blocks; runs on a virtual thread.
@@ -962,13 +1040,14 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private void sendAcross(Planned p, long deadline) {
         CollectiveCall c = p.call();
         int peer = c.peer();
-        long[] w = p.descriptor().words();
-        byte[] header = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(w[0]).putLong(w[1]).array();
-        byte[] answer = await(bootstrap.send(peer, tag(P2P_TAGS), header, left(deadline))
+        byte[] answer = await(bootstrap.send(peer, tag(CALL_TAGS), descriptorMessage(p.descriptor()), left(deadline))
                 .then(Mono.defer(() -> bootstrap.recv(peer, tag(P2P_ANSWER_TAGS), left(deadline)))), deadline, "send");
         if (answer.length > 0) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, new String(answer, StandardCharsets.UTF_8))
-                    .rank(rank).peer(peer).phase("send").build();
+            if (answer[0] == ANSWER_CROSSED) {
+                tellCrossed(p, peer, deadline);
+            }
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, new String(answer, 1, answer.length - 1,
+                    StandardCharsets.UTF_8)).rank(rank).peer(peer).tag(options.tag()).phase("send").build();
         }
         long bytes = c.count() * c.type().bytes();
         if (bytes == 0) {
@@ -987,15 +1066,23 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private void recvAcross(Planned p, long deadline) {
         CollectiveCall c = p.call();
         int peer = c.peer();
-        byte[] header = await(bootstrap.recv(peer, tag(P2P_TAGS), left(deadline)), deadline, "recv");
-        ByteBuffer h = ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN);
-        CallDescriptor theirs = CallDescriptor.decode(new long[] {h.getLong(), h.getLong(), 0, 0}, 0);
+        CallDescriptor theirs = descriptorOf(await(bootstrap.recv(peer, tag(CALL_TAGS), left(deadline)), deadline,
+                "recv"), 0);
+        if (theirs.kind() != CollectiveKind.SEND) {
+            // the peer is in a collective (or told every rank that its own send or receive crossed one)
+            tellCrossed(p, -1, deadline);
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, CallDescriptor.crossedCalls(peer,
+                    theirs.describe(this::algorithmName), p.descriptor().describe(this::algorithmName))).rank(rank)
+                    .peer(peer).tag(options.tag()).phase("recv").build();
+        }
         String why = CallDescriptor.pointToPointMismatch(peer, theirs, rank, p.descriptor(), this::algorithmName)
                 .orElse(null);
-        byte[] answer = why == null ? new byte[0] : why.getBytes(StandardCharsets.UTF_8);
-        await(bootstrap.send(peer, tag(P2P_ANSWER_TAGS), answer, left(deadline)), deadline, "recv");
-        if (why != null) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank).peer(peer).phase("recv").build();
+        if (why == null) {
+            await(bootstrap.send(peer, tag(P2P_ANSWER_TAGS), new byte[0], left(deadline)), deadline, "recv");
+        } else {
+            answer(peer, ANSWER_MISMATCH, why, deadline);
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank).peer(peer).tag(options.tag())
+                    .phase("recv").build();
         }
         long bytes = c.count() * c.type().bytes();
         if (bytes == 0) {

@@ -252,16 +252,20 @@ class HostCollectiveFaultsTest {
 
     /**
      * A send or receive on one rank where the others call a collective (NCCL hangs there): every rank fails with
-     * INVALID_USAGE naming both calls, long before the deadline (60 s here), whether the odd rank sends or receives
-     * and whether two ranks or three are in the collective.
+     * INVALID_USAGE naming both calls, long before the deadline (60 s here), whether the odd rank sends or receives,
+     * whether two ranks or three are in the collective, and across hosts (the pair on two hosts, 2 or 3 ranks each).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"send-2", "recv-2", "send-3", "recv-3"})
+    @ValueSource(strings = {"send-2", "recv-2", "send-3", "recv-3", "send-4-hosts", "recv-4-hosts", "send-6-hosts",
+        "recv-6-hosts"})
     void aSendOrReceiveAgainstACollectiveFailsEveryRankAtOnce(String form) {
         boolean send = form.startsWith("send");
-        int n = Integer.parseInt(form.substring(form.indexOf('-') + 1));
+        String[] parts = form.split("-");
+        int n = Integer.parseInt(parts[1]);
         CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(60));
-        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(n, options)) {
+        // "hosts": rank r on pretend host r % 2, so rank 0 and rank 1 (the pair) are on different hosts
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(n, options, parts.length > 2 ? r -> r % 2
+                : null)) {
             List<DeviceBuffer> bufs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 bufs.add(job.backends.get(r).allocate(64));
