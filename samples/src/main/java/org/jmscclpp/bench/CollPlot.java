@@ -1,6 +1,7 @@
 package org.jmscclpp.bench;
 
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,7 +37,8 @@ final class CollPlot {
     }
 
     /**
-     * Writes the PNG of {@code report} to {@code file} (creating its folder).
+     * Writes the PNG of {@code report} to {@code file} (creating its folder), under that very name: XChart's
+     * file form would add {@code .png} to a name without it (and write {@code DIR.png} beside a folder).
      *
      * @throws JmscclppException SYSTEM_ERROR when the file cannot be written
      */
@@ -48,7 +50,9 @@ final class CollPlot {
             if (parent != null) {
                 Files.createDirectories(parent);
             }
-            BitmapEncoder.saveBitmap(charts, 1, charts.size(), file.toString(), BitmapEncoder.BitmapFormat.PNG);
+            try (OutputStream png = Files.newOutputStream(file)) {
+                BitmapEncoder.saveBitmap(charts, 1, charts.size(), png, BitmapEncoder.BitmapFormat.PNG);
+            }
         } catch (IOException e) {
             throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "cannot write the plot " + file + ": " + e)
                     .phase("plot").cause(e).build();

@@ -187,6 +187,39 @@ class CollBenchTest {
         assertPng(again);
     }
 
+    @Test
+    void benchPlotWritesTheFileItIsGivenAndNothingBesideIt() throws Exception {
+        Assumptions.assumeTrue(CollBench.plotUnavailableReason().isEmpty(), () -> "cannot draw here: "
+                + CollBench.plotUnavailableReason().orElseThrow());
+        List<CollectiveRunner.Measurement> rows = List.of(
+                new CollectiveRunner.Measurement(CollReport.JMSCCLPP, "rsag", CollectiveKind.ALL_REDUCE, 1024, 256,
+                        DataType.FLOAT32, false, 12.5, 0),
+                new CollectiveRunner.Measurement(CollReport.JMSCCLPP, "rsag", CollectiveKind.ALL_REDUCE, 4096, 1024,
+                        DataType.FLOAT32, false, 20.0, 0));
+        CollReport report = new CollReport("jmscclpp bench coll -b 1K -e 4K", "h1", "host", CollectiveKind.ALL_REDUCE,
+                DataType.FLOAT32, ReduceOp.SUM, -1, 2, "rsag", 1024, 4096, 4, 20, 5, 1, 0,
+                List.of("Rank  0 Group  0 Pid    100 on         h1 device  0 host CPU"), java.util.Map.of(), rows, null);
+        Path json = dir.resolve("r.json");
+        Files.writeString(json, CollJson.write(report));
+        // a name without .png: the file of that name, not r.png beside it
+        Path plain = dir.resolve("plain");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(ExitCodes.OK, CollBench.plot(List.of("--json", json.toString(), "--plot", plain.toString()),
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8)), err.toString(StandardCharsets.UTF_8));
+        assertPng(plain);
+        assertTrue(Files.notExists(dir.resolve("plain.png")), "nothing written beside it");
+        // a folder: a failure naming it, not DIR.png beside the folder
+        Path folder = Files.createDirectory(dir.resolve("pictures"));
+        err.reset();
+        assertEquals(ExitCodes.FAILURE, CollBench.plot(List.of("--json", json.toString(), "--plot", folder.toString()),
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8)));
+        String said = err.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("cannot write the plot " + folder) && !said.contains("wrote"), said);
+        assertTrue(Files.notExists(dir.resolve("pictures.png")), "nothing written beside the folder");
+    }
+
     private static void assertPng(Path png) throws Exception {
         byte[] bytes = Files.readAllBytes(png);
         assertTrue(bytes.length > 8 && bytes[1] == 'P' && bytes[2] == 'N' && bytes[3] == 'G', "a PNG signature");
