@@ -238,7 +238,7 @@ public final class Main {
         return m;
     }
 
-    /** {@code run}: checks the sample's arguments against its options (its --help too), then starts the ranks. */
+    /** {@code run}: checks the sample's arguments against its options (its --help and --version too), then starts the ranks. */
     private static int startRun(RunCommand run, PrintStream out, PrintStream err, Map<String, String> env) {
         Samples.Entry entry = Samples.find(run.sample).orElseThrow();
         String name = "jmscclpp " + entry.name();
@@ -247,6 +247,10 @@ public final class Main {
             sample.parseArgs(run.sampleArgs.toArray(String[]::new));
             if (sample.isUsageHelpRequested()) {
                 sample.usage(out);
+                return ExitCodes.OK;
+            }
+            if (sample.isVersionHelpRequested()) {
+                printVersion(out);
                 return ExitCodes.OK;
             }
             if (sample.getCommand() instanceof SampleArgs.Checked c) {

@@ -66,10 +66,13 @@ class CommandLineTest {
         String version = Version.get();
         assertTrue(version.matches("\\d+\\.\\d+\\.\\d+(-SNAPSHOT)?"), version);
         for (List<String> ask : List.of(List.of("--version"), List.of("-V"), List.of("bench", "--version"),
-                List.of("bench", "coll", "-V"), List.of("run", "--version"), List.of("allgather", "-V"))) {
+                List.of("bench", "coll", "-V"), List.of("run", "--version"), List.of("allgather", "-V"),
+                // as with --help, run answers a sample's --version itself, once, without starting ranks
+                List.of("run", "-n", "2", "allgather", "-V"), List.of("run", "-n", "2", "allgather", "--version"))) {
             MainRun r = MainRun.of(ask.toArray(String[]::new));
             assertEquals(ExitCodes.OK, r.code(), ask + ": " + r.err());
             assertTrue(r.out().startsWith("jmscclpp " + version + "\n"), ask + ": " + r.out());
+            assertEquals(1, r.out().split("jmscclpp " + version, -1).length - 1, ask + ": " + r.out());
         }
     }
 
