@@ -147,6 +147,10 @@ public final class Main {
             out.print(usage());
             return ExitCodes.OK;
         }
+        if (args.getFirst().equals("-h") || args.getFirst().equals("--help")) {
+            new CommandLine(new HelpCommand()).setCommandName("jmscclpp help").usage(out);
+            return ExitCodes.OK;
+        }
         Leaf leaf;
         String name;
         if (args.getFirst().equals("bench")) {
@@ -154,10 +158,10 @@ public final class Main {
                 out.print(benchUsage());
                 return ExitCodes.OK;
             }
-            leaf = benches().get(args.get(1));
+            leaf = args.size() == 2 ? benches().get(args.get(1)) : null;
             name = "jmscclpp bench " + args.get(1);
         } else {
-            leaf = commands().get(args.getFirst());
+            leaf = args.size() == 1 ? commands().get(args.getFirst()) : null;
             name = "jmscclpp " + args.getFirst();
         }
         if (leaf == null) {

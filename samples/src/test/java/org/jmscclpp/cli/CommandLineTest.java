@@ -32,7 +32,7 @@ class CommandLineTest {
         List<List<String>> asks = new ArrayList<>(List.of(List.of("--help"), List.of("-h"), List.of("help"),
                 List.of("run", "--help"), List.of("run", "-h"), List.of("bench", "--help"), List.of("bench", "-h"),
                 List.of("help", "bench"), List.of("help", "bench", "coll"), List.of("help", "allgather"),
-                List.of("run", "-n", "2", "allgather", "--help")));
+                List.of("run", "-n", "2", "allgather", "--help"), List.of("help", "--help"), List.of("help", "-h")));
         for (BenchCommands.Bench b : BenchCommands.all()) {
             asks.add(List.of("bench", b.name(), "--help"));
             asks.add(List.of("bench", b.name(), "-h"));
@@ -97,7 +97,9 @@ class CommandLineTest {
                 new Bad(List.of("run", "-n", "2", "allgather", "--bytes", "lots"), "allgather: Invalid value for"
                         + " option '--bytes'"),
                 new Bad(List.of("run", "-n", "2", "shuffle", "--records", "0"), "--records needs an integer from 1"),
-                new Bad(List.of("allgather", "--bogus"), "Unknown option: '--bogus'"))) {
+                new Bad(List.of("allgather", "--bogus"), "Unknown option: '--bogus'"),
+                new Bad(List.of("help", "allgather", "extra"), "no command 'allgather extra'"),
+                new Bad(List.of("help", "bench", "coll", "extra"), "no command 'bench coll extra'"))) {
             MainRun r = MainRun.of(bad.args().toArray(String[]::new));
             assertEquals(ExitCodes.USAGE, r.code(), bad.args() + ": " + r.err());
             assertTrue(r.err().contains(bad.says()), bad.args() + ": " + r.err());
