@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code jmscclpp bench tune --json SWEEP.json [--json ...] [--out FILE]}: the tuning table that
- * sweeps measured. Give it sweeps of one rank count that ran each algorithm of a kind
+ * sweeps measured. Give it sweeps of one rank count and backend that ran each algorithm of a kind
  * ({@code bench coll --algo A --json ...}); for every size it keeps the algorithm whose
  * out-of-place time was lowest, and writes rows of {@link TuningTable}'s text form: per kind one row
  * per run of sizes with the same winner, up to the largest size of the run, the last row of a kind
@@ -38,8 +38,8 @@ public final class TuneCommand {
     /** The options of {@code jmscclpp bench tune}. */
     @Command(name = "tune", mixinStandardHelpOptions = true, versionProvider = Version.class, sortOptions = false,
             description = "The tuning table that sweeps measured: per size the algorithm whose out-of-place time was"
-                    + " lowest, over sweeps of one rank count that ran each algorithm (bench coll --algo A --json"
-                    + " FILE), in the text form of the engine's tuning table.")
+                    + " lowest, over sweeps of one rank count and backend that ran each algorithm (bench coll --algo A"
+                    + " --json FILE), in the text form of the engine's tuning table.")
     static final class Args {
         @Option(names = "--json", paramLabel = "SWEEP.json", required = true, description = "a sweep's report"
                 + " (repeat for each algorithm)")
@@ -89,9 +89,15 @@ public final class TuneCommand {
         }
     }
 
-    /** The table of {@code reports} (one rank count), with its provenance in comments. */
+    /**
+     * The table of {@code reports} (one rank count, one backend, each with a correct out-of-place time of
+     * jmscclpp), with its provenance in comments.
+     *
+     * @throws IllegalArgumentException naming the sweep that differs from the others or has no such time
+     */
     static String table(List<CollReport> reports, List<Path> names) {
         int ranks = reports.get(0).ranks();
+        String backend = reports.get(0).backend();
         // kind -> size -> (algorithm -> best out-of-place time)
         Map<CollectiveKind, TreeMap<Long, Map<String, Double>>> times = new TreeMap<>();
         StringBuilder b = new StringBuilder();
@@ -102,13 +108,24 @@ public final class TuneCommand {
             if (r.ranks() != ranks) {
                 throw new IllegalArgumentException(names.get(i) + " ran " + r.ranks() + " ranks, the others " + ranks);
             }
+            // each backend's engine has its own algorithms and its own table
+            if (!r.backend().equals(backend)) {
+                throw new IllegalArgumentException(names.get(i) + " ran the " + r.backend() + " backend, the others "
+                        + backend);
+            }
             b.append("#   ").append(r.command()).append('\n');
+            boolean used = false;
             for (CollectiveRunner.Measurement m : r.rows()) {
                 if (!m.implementation().equals(CollReport.JMSCCLPP) || m.inPlace() || m.wrong() > 0) {
                     continue;
                 }
                 times.computeIfAbsent(m.kind(), k -> new TreeMap<>()).computeIfAbsent(m.size(), s -> new TreeMap<>())
                         .merge(m.algorithm(), m.timeUs(), Math::min);
+                used = true;
+            }
+            if (!used) {
+                throw new IllegalArgumentException(names.get(i) + " has no correct out-of-place time of jmscclpp (its"
+                        + " rows are missing or have wrong elements)");
             }
         }
         CollReport first = reports.get(0);

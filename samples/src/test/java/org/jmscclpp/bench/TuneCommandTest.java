@@ -17,17 +17,22 @@ import org.junit.jupiter.api.Test;
 class TuneCommandTest {
 
     private static CollReport sweep(String algorithm, int ranks, double[] times, long... sizes) {
+        return sweep("cuda", algorithm, ranks, times, 0, sizes);
+    }
+
+    private static CollReport sweep(String backend, String algorithm, int ranks, double[] times, long wrong,
+                                    long... sizes) {
         List<CollectiveRunner.Measurement> rows = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {
             rows.add(new CollectiveRunner.Measurement(CollReport.JMSCCLPP, algorithm, CollectiveKind.ALL_REDUCE,
-                    sizes[i], sizes[i] / 4, DataType.FLOAT32, false, times[i], 0));
+                    sizes[i], sizes[i] / 4, DataType.FLOAT32, false, times[i], wrong));
             // in-place, NCCL and wrong rows take no part
             rows.add(new CollectiveRunner.Measurement(CollReport.JMSCCLPP, algorithm, CollectiveKind.ALL_REDUCE,
                     sizes[i], sizes[i] / 4, DataType.FLOAT32, true, 0.001, 0));
             rows.add(new CollectiveRunner.Measurement(CollReport.NCCL, "nccl", CollectiveKind.ALL_REDUCE,
                     sizes[i], sizes[i] / 4, DataType.FLOAT32, false, 0.001, 0));
         }
-        return new CollReport("jmscclpp bench coll --algo " + algorithm, "h1", "cuda", CollectiveKind.ALL_REDUCE,
+        return new CollReport("jmscclpp bench coll --algo " + algorithm, "h1", backend, CollectiveKind.ALL_REDUCE,
                 DataType.FLOAT32, ReduceOp.SUM, -1, ranks, algorithm, 1024, 1 << 20, 4, 20, 5, 1, 10,
                 List.of("Rank  0 Group  0 Pid    100 on         h1 device  0 GPU"), Map.of("NCCL", "2.28.3"), rows, null);
     }
@@ -51,5 +56,23 @@ class TuneCommandTest {
         CollReport four = sweep("rsag", 4, new double[] {6}, 1024);
         assertThrows(IllegalArgumentException.class, () -> TuneCommand.table(List.of(two, four),
                 List.of(Path.of("a"), Path.of("b"))));
+    }
+
+    @Test
+    void sweepsOfDifferentBackendsAreRefused() {
+        CollReport cuda = sweep("ll16", 2, new double[] {4}, 1024);
+        CollReport host = sweep("host", "rsag", 2, new double[] {6}, 0, 1024);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TuneCommand.table(
+                List.of(cuda, host), List.of(Path.of("a"), Path.of("b"))));
+        assertTrue(e.getMessage().contains("b ran the host backend, the others cuda"), e.getMessage());
+    }
+
+    @Test
+    void aSweepWithoutOneCorrectOutOfPlaceTimeIsRefused() {
+        CollReport ll = sweep("ll16", 2, new double[] {4, 5}, 1024, 4096);
+        CollReport broken = sweep("cuda", "rsag", 2, new double[] {1, 1}, 3, 1024, 4096);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TuneCommand.table(
+                List.of(ll, broken), List.of(Path.of("a"), Path.of("b"))));
+        assertTrue(e.getMessage().startsWith("b has no correct out-of-place"), e.getMessage());
     }
 }
