@@ -1,5 +1,6 @@
 package org.jmscclpp.bench;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -252,6 +253,13 @@ public record CollOptions(int ranks, int hosts, CollectiveKind kind, DataType ty
             }
             if (graph > 0 && !backend.equals("cuda")) {
                 throw new IllegalArgumentException("--graph needs --backend cuda (CUDA graphs)");
+            }
+            // written after the sweep: a folder would fail only then
+            if (json != null && Files.isDirectory(json)) {
+                throw new IllegalArgumentException("--json " + json + " is a folder; name a file");
+            }
+            if (plot != null && Files.isDirectory(plot)) {
+                throw new IllegalArgumentException("--plot " + plot + " is a folder; name a file");
             }
             return new CollOptions(ranks, hosts, kind, type, reduction != null ? reduction : ReduceOp.SUM, root, backend,
                     algorithm, minBytes, maxBytes, factor, iters, warmup, check, graph, nccl,

@@ -150,7 +150,9 @@ class CollBenchTest {
         for (List<String> bad : List.of(List.of("-b", "lots"), List.of("--op", "scan"), List.of("--algo", "nope"),
                 List.of("--algo", "port"), List.of("--baseline", "nccl"), List.of("-n"), List.of("--redop", "xor"),
                 List.of("--op", "broadcast", "--root", "2"), List.of("-d", "quad"), List.of("--ranks", "4", "--hosts", "3"),
-                List.of("--hosts", "0"))) {
+                List.of("--hosts", "0"),
+                // a folder as the output is refused before the sweep, not after it
+                List.of("--json", dir.toString()), List.of("--plot", dir.toString()))) {
             Run r = bench(bad.toArray(String[]::new));
             assertEquals(ExitCodes.USAGE, r.code(), bad + ": " + r.err());
             assertTrue(r.err().startsWith("jmscclpp bench coll: "), r.err());
