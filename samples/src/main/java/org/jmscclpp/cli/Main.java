@@ -23,7 +23,7 @@ import picocli.CommandLine.ParameterException;
  * <pre>
  * jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]   start N ranks of SAMPLE on this host
  * jmscclpp SAMPLE [args...]                                run one rank; who it is comes from the environment
- * jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune [options]   the benchmarks
+ * jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune|native [options]   the benchmarks
  * jmscclpp help [COMMAND...], --help, --version
  * </pre>
  * Every command, benchmark and sample reads its options with picocli from an annotated class
@@ -64,7 +64,7 @@ public final class Main {
     @Command(name = "jmscclpp", mixinStandardHelpOptions = true, versionProvider = Version.class,
             customSynopsis = {"jmscclpp run -n N [--timeout SECONDS] SAMPLE [args...]",
                     "       jmscclpp SAMPLE [args...]",
-                    "       jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune [options]",
+                    "       jmscclpp bench bootstrap|write|ethernet|proxy|coll|plot|tune|native [options]",
                     "       jmscclpp help [COMMAND...] | --help | --version", ""},
             description = {"jmscclpp run starts N ranks of a sample on this host (default timeout 600 s); output"
                     + " lines get a [rank R] prefix.",

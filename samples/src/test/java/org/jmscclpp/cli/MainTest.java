@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
+import org.jmscclpp.bench.BenchCommands;
 import org.jmscclpp.bench.BenchRankSample;
 import org.jmscclpp.bench.WriteBenchRankSample;
 import org.jmscclpp.samples.Launcher;
@@ -21,6 +22,10 @@ class MainTest {
         assertTrue(r.out().startsWith("Usage: jmscclpp run -n N"), r.out());
         assertTrue(r.out().contains("bootstrap-demo"), r.out());
         assertTrue(r.out().contains("jmscclpp bench bootstrap|write|"), r.out());
+        String benchLine = r.out().lines().filter(l -> l.contains("jmscclpp bench ")).findFirst().orElseThrow();
+        for (BenchCommands.Bench b : BenchCommands.all()) {
+            assertTrue(benchLine.contains(b.name()), b.name() + " in " + benchLine);
+        }
         assertTrue(r.out().contains("  allgather "), r.out());
         assertTrue(!r.out().contains("wait-forever") && !r.out().contains(BenchRankSample.NAME)
                 && !r.out().contains(WriteBenchRankSample.NAME), r.out());
