@@ -126,7 +126,7 @@ final class CollJson {
                     (int) number(o, "calls"), number(o, "mono_block_us"), number(o, "mono_pipelined_us"),
                     number(o, "stream_us"), number(o, "stream_sync_us"));
         }
-        int ranks = (int) number(top, "ranks");
+        int ranks = (int) atLeast(top, "ranks", 1);
         List<String> devices = new ArrayList<>();
         for (Object d : list(top, "devices")) {
             devices.add(String.valueOf(d));
@@ -141,8 +141,8 @@ final class CollJson {
                 throw new IllegalArgumentException("a row is not an object");
             }
             rows.add(new CollectiveRunner.Measurement(string(row, "impl"), string(row, "algo"), kind,
-                    (long) number(row, "size"), (long) number(row, "count"), type,
-                    Boolean.TRUE.equals(row.get("in_place")), number(row, "time_us"), (long) number(row, "wrong")));
+                    (long) atLeast(row, "size", 1), (long) atLeast(row, "count", 0), type,
+                    Boolean.TRUE.equals(row.get("in_place")), atLeast(row, "time_us", 0), (long) number(row, "wrong")));
         }
         return new CollReport(string(top, "command"), string(top, "host"), string(top, "backend"), kind, type, op,
                 root, ranks, string(top, "algorithm"), (long) number(top, "min_bytes"), (long) number(top, "max_bytes"),
@@ -162,6 +162,16 @@ final class CollJson {
             return n.doubleValue();
         }
         throw new IllegalArgumentException("\"" + key + "\" is missing or not a number");
+    }
+
+    /** {@link #number} where no sweep writes less than {@code least} (a garbled report would divide by it or draw it). */
+    private static double atLeast(Map<?, ?> m, String key, long least) {
+        double v = number(m, key);
+        if (v >= least) {
+            return v;
+        }
+        throw new IllegalArgumentException("\"" + key + "\" must be at least " + least + ", got "
+                + (v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v)));
     }
 
     private static List<?> list(Map<?, ?> m, String key) {

@@ -179,6 +179,17 @@ class CollTableTest {
         assertEquals(plain, CollJson.read(CollJson.write(plain)));
         assertThrows(IllegalArgumentException.class, () -> CollJson.read("{\"collective\": \"all_reduce\"}"));
         assertThrows(IllegalArgumentException.class, () -> CollJson.read("{"));
+        // values no sweep writes: refused naming them, not drawn (XChart threw on a size of -5) or divided by
+        String json = CollJson.write(plain);
+        for (String[] bad : new String[][] {{"\"size\" : 1024", "\"size\" : -5", "\"size\" must be at least 1, got -5"},
+                {"\"ranks\" : 2", "\"ranks\" : 0", "\"ranks\" must be at least 1, got 0"},
+                {"\"time_us\" : 3.25", "\"time_us\" : -1", "\"time_us\" must be at least 0, got -1"},
+                {"\"count\" : 128", "\"count\" : -128", "\"count\" must be at least 0, got -128"}}) {
+            assertTrue(json.contains(bad[0]), bad[0] + " in " + json);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> CollJson.read(json.replace(bad[0], bad[1])));
+            assertEquals(bad[2], e.getMessage());
+        }
     }
 
     @Test
