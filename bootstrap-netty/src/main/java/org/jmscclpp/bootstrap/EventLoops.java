@@ -18,6 +18,8 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.NonBlocking;
 import reactor.core.scheduler.Scheduler;
@@ -36,6 +38,9 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class EventLoops {
 
+    /** The system property of the shared group's thread count (default 1). */
+    static final String IO_THREADS_PROPERTY = "jmscclpp.bootstrap.ioThreads";
+
     private static final Object LOCK = new Object();
     private static @Nullable EventLoopGroup group;
     private static int users;
@@ -53,7 +58,7 @@ public final class EventLoops {
                 // One thread by default: bootstrap traffic is small messages, and handing every
                 // message between I/O threads cost more than it saved (measured with 1024 ranks in
                 // one JVM on 2 cores: 160 ms per allGather with one thread, 330 ms with two).
-                int threads = Integer.getInteger("jmscclpp.bootstrap.ioThreads", 1);
+                int threads = ioThreads(System.getProperty(IO_THREADS_PROPERTY));
                 IoHandlerFactory io = EPOLL
                         ? EpollIoHandler.newFactory(0, SpinThenWait.FACTORY)
                         : NioIoHandler.newFactory(java.nio.channels.spi.SelectorProvider.provider(), SpinThenWait.FACTORY);
@@ -62,6 +67,23 @@ public final class EventLoops {
             users++;
             return group;
         }
+    }
+
+    /** {@value #IO_THREADS_PROPERTY}: 1 when unset or blank; INVALID_USAGE naming it when not an integer >= 1. */
+    private static int ioThreads(@Nullable String value) {
+        if (value == null || value.isBlank()) {
+            return 1;
+        }
+        try {
+            int threads = Integer.parseInt(value.strip());
+            if (threads >= 1) {
+                return threads;
+            }
+        } catch (NumberFormatException e) {
+            // named below
+        }
+        throw JmscclppException.builder(ErrorCode.INVALID_USAGE, IO_THREADS_PROPERTY
+                + " must be an integer of at least 1, got '" + value + "'").phase("options").build();
     }
 
     /** Gives back one {@link #acquire()}; the last user's release shuts the group down. */
