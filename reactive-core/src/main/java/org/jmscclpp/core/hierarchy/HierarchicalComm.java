@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -112,6 +113,11 @@ import reactor.core.publisher.Sinks;
  */
 public final class HierarchicalComm extends AbstractCollectiveComm {
 
+    /** The name of the flat algorithms ({@link #ALGORITHMS}). */
+    public static final String FLAT = "flat";
+    /** The most bytes of its send buffer a rank sends in a flat call (to each rank that needs them). */
+    static final long FLAT_MAX_BYTES = 4L << 20;
+
     /** The topology name of this communicator's tuning rows. */
     public static final String TOPOLOGY = "hosts";
     /**
@@ -122,7 +128,12 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /** Fewest elements a fold's thread takes. */
     private static final long FOLD_MIN_ELEMENTS = 32 << 10;
 
-    /** The algorithms, one per kind (ids 101 to 107, apart from any engine's own). */
+    /**
+     * The algorithms (ids 101 to 113, apart from any engine's own): per kind the hierarchical one
+     * (the default) and, for small calls, a flat one that sends every rank what it needs with the
+     * call's descriptor, one bootstrap message per pair of ranks, and computes the result on the
+     * host: a round trip of the network instead of the hierarchical steps' six synchronisations.
+     */
     public static final List<Algorithm> ALGORITHMS = List.of(
             new Algorithm(CollectiveKind.ALL_REDUCE, "hier", 101,
                     "allReduce in each host, slice i reduced over rail i between hosts, allGather in each host"),
@@ -137,7 +148,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             new Algorithm(CollectiveKind.SEND, "hier", 107,
                     "the host's own communicator inside a host, the bootstrap's connection between hosts"),
             new Algorithm(CollectiveKind.RECV, "hier", 107,
-                    "the host's own communicator inside a host, the bootstrap's connection between hosts"));
+                    "the host's own communicator inside a host, the bootstrap's connection between hosts"),
+            new Algorithm(CollectiveKind.ALL_REDUCE, FLAT, 108,
+                    "every rank's data to every rank with the descriptor, reduced there in rank order on the host"),
+            new Algorithm(CollectiveKind.ALL_GATHER, FLAT, 109, "every rank's slice to every rank with the descriptor"),
+            new Algorithm(CollectiveKind.REDUCE_SCATTER, FLAT, 110,
+                    "slot q of every rank to rank q with the descriptor, reduced there in rank order on the host"),
+            new Algorithm(CollectiveKind.BROADCAST, FLAT, 111, "the root's data to every rank with the descriptor"),
+            new Algorithm(CollectiveKind.REDUCE, FLAT, 112,
+                    "every rank's data to the root with the descriptor, reduced there in rank order on the host"),
+            new Algorithm(CollectiveKind.ALL_TO_ALL, FLAT, 113, "slot q of every rank to rank q with the descriptor"));
 
     /**
      * What an engine supplies for the steps inside one host.
@@ -450,8 +470,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         Communicator hostCommunicator = Communicator.create(hostBootstrap, communicator.backend());
         List<AutoCloseable> made = new ArrayList<>(List.of(hostCommunicator));
         try {
-            CollectiveComm hostComm = Objects.requireNonNull(level.create(hostCommunicator, options, tuning)
-                    .timeout(timeout.plusSeconds(5)).block());
+            CollectiveComm hostComm = Objects.requireNonNull(level.create(hostCommunicator, insideHost(options),
+                    tuning).timeout(timeout.plusSeconds(5)).block());
             made.addFirst(hostComm);
             // the rail's waits end with the job's failure, as the collective communicator's watch sees it
             AtomicReference<@Nullable HierarchicalComm> self = new AtomicReference<>();
@@ -487,6 +507,26 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             }
         });
         return done.asMono();
+    }
+
+    @Override
+    protected void check(Planned planned) {
+        CollectiveCall call = planned.call();
+        if (planned.algorithm().name().equals(FLAT) && call.sendBytes(rank, size) > FLAT_MAX_BYTES) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, call.describe() + ": the flat algorithm carries"
+                    + " at most " + FLAT_MAX_BYTES + " bytes per rank, the call " + call.sendBytes(rank, size))
+                    .rank(rank).phase(call.kind().label()).build();
+        }
+    }
+
+    @Override
+    protected Algorithm adjust(Planned planned) {
+        // a table's flat for a call beyond its capacity gives way to the hierarchical algorithm
+        CollectiveCall call = planned.call();
+        if (planned.algorithm().name().equals(FLAT) && call.sendBytes(rank, size) > FLAT_MAX_BYTES) {
+            return ALGORITHMS.stream().filter(a -> a.kind() == call.kind()).findFirst().orElseThrow();
+        }
+        return planned.algorithm();
     }
 
     @Override
@@ -545,11 +585,17 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             if (!p.call().kind().pointToPoint()) {
                 long start = System.nanoTime();
                 // the ranks compare descriptors while the step inside the host runs: each engine checks
-                // its host's ranks itself, and nothing crosses hosts before the comparison is in
-                agreement = agreeing(p.descriptor(), deadline);
+                // its host's ranks itself, and nothing crosses hosts before the comparison is in; a flat
+                // algorithm's data travels with the descriptors and is used once they agree
+                boolean flat = p.algorithm().name().equals(FLAT);
+                agreement = agreeing(p.descriptor(), flat ? payloads(p.call()) : null, deadline);
                 try {
-                    runCollective(p.call(), deadline);
-                    settleAgreement(deadline);
+                    if (flat) {
+                        runFlat(p.call(), Objects.requireNonNull(settleAgreement(deadline)));
+                    } else {
+                        runCollective(p.call(), deadline);
+                        settleAgreement(deadline);
+                    }
                 } catch (RuntimeException e) {
                     // a mismatch between hosts says more than what it made fail in a host
                     try {
@@ -573,16 +619,24 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /**
      * Starts the comparison of this call's descriptor with every rank's: sent to every rank on its
-     * stream of call descriptors, and every rank's received (by rank; this rank's own at its index).
+     * stream of call descriptors, each message followed by {@code payloads[q]} where given (a flat
+     * algorithm's data for rank q), and every rank's message received (by rank; this rank's own,
+     * with its own payload, at its index).
      */
-    private CompletableFuture<byte[][]> agreeing(CallDescriptor mine, long deadline) {
-        byte[] out = descriptorMessage(mine);
+    private CompletableFuture<byte[][]> agreeing(CallDescriptor mine, byte @Nullable [][] payloads, long deadline) {
+        byte[] descriptor = descriptorMessage(mine);
         Duration left = left(deadline);
         byte[][] all = new byte[size][];
-        all[rank] = out;
         List<Mono<Void>> steps = new ArrayList<>();
         for (int q = 0; q < size; q++) {
-            if (q != rank) {
+            byte[] out = descriptor;
+            if (payloads != null && payloads[q].length > 0) {
+                out = Arrays.copyOf(descriptor, descriptor.length + payloads[q].length);
+                System.arraycopy(payloads[q], 0, out, descriptor.length, payloads[q].length);
+            }
+            if (q == rank) {
+                all[q] = out;
+            } else {
                 int peer = q;
                 steps.add(bootstrap.send(peer, tag(CALL_TAGS), out, left));
                 steps.add(bootstrap.recv(peer, tag(CALL_TAGS), left).doOnNext(b -> all[peer] = b).then());
@@ -604,14 +658,14 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     }
 
     /**
-     * Waits for the comparison this call started, once (later calls return at once): INVALID_USAGE
-     * on every rank when the descriptors differ. Every step that moves data between hosts calls it
-     * first.
+     * Waits for the comparison this call started, once (later calls return null at once):
+     * INVALID_USAGE on every rank when the descriptors differ, else every rank's message. Every
+     * step that moves data between hosts calls it first.
      */
-    private void settleAgreement(long deadline) {
+    private byte @Nullable [][] settleAgreement(long deadline) {
         CompletableFuture<byte[][]> pending = agreement;
         if (pending == null) {
-            return;
+            return null;
         }
         agreement = null;
         byte[][] all = await(Mono.fromFuture(pending), deadline, "descriptors");
@@ -636,6 +690,79 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         CallDescriptor.mismatch(byRank, this::algorithmName).ifPresent(why -> {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, why).rank(rank).phase("collective").build();
         });
+        return all;
+    }
+
+    /**
+     * A flat algorithm's data for each rank, read from this rank's send buffer before anything is
+     * written (the receive buffer may be the same memory): all of it for every rank (allReduce,
+     * allGather; the root's for broadcast, every rank's for the root in reduce), slot q for rank q
+     * (reduceScatter, allToAll).
+     */
+    private byte[][] payloads(CollectiveCall call) {
+        byte[][] out = new byte[size][];
+        long sendBytes = call.sendBytes(rank, size);
+        byte[] data = new byte[Math.toIntExact(sendBytes)];
+        if (sendBytes > 0) {
+            MemorySegment staged = scratch.host(0, sendBytes);
+            toHost(Objects.requireNonNull(call.send()), 0, staged);
+            MemorySegment.copy(staged, 0, MemorySegment.ofArray(data), 0, sendBytes);
+        }
+        int slot = Math.toIntExact(call.count() * call.type().bytes());
+        for (int q = 0; q < size; q++) {
+            out[q] = switch (call.kind()) {
+                case REDUCE_SCATTER, ALL_TO_ALL -> Arrays.copyOfRange(data, q * slot, (q + 1) * slot);
+                case REDUCE -> q == call.root() ? data : new byte[0];
+                default -> data;   // allReduce, allGather; broadcast: the root's (the others send none)
+            };
+        }
+        return out;
+    }
+
+    /**
+     * A flat algorithm's result from what every rank sent ({@code all[q]}: rank q's message, its
+     * descriptor then its data for this rank): reductions fold the ranks' data in rank order on
+     * the host ({@link Reductions#reduce}: low-precision floats in float32, rounded once).
+     */
+    private void runFlat(CollectiveCall call, byte[][] all) {
+        long bytes = call.count() * call.type().bytes();
+        if (bytes == 0 || !call.writesRecv(rank)) {
+            return;
+        }
+        DeviceBuffer recv = Objects.requireNonNull(call.recv());
+        MemorySegment[] from = new MemorySegment[size];
+        for (int q = 0; q < size; q++) {
+            from[q] = MemorySegment.ofArray(all[q]).asSlice(CallDescriptor.BYTES);
+        }
+        switch (call.kind()) {
+            case ALL_REDUCE, REDUCE_SCATTER, REDUCE -> {
+                MemorySegment out = recv.hostAccessible() ? recv.hostSegment().asSlice(0, bytes)
+                        : scratch.host(1, bytes);
+                Reductions.reduce(call.type(), Objects.requireNonNull(call.op()), from, new long[size], out, 0,
+                        call.count());
+                if (!recv.hostAccessible()) {
+                    fromHost(out, recv, 0);
+                }
+            }
+            case BROADCAST -> deliver(from[call.root()], recv, 0);
+            case ALL_GATHER, ALL_TO_ALL -> {
+                for (int q = 0; q < size; q++) {
+                    deliver(from[q], recv, q * bytes);
+                }
+            }
+            default -> throw new IllegalStateException("not a collective: " + call.kind());
+        }
+    }
+
+    /** Copies the (heap) segment {@code src} into {@code dst} at {@code offset}, through pinned memory for a device. */
+    private void deliver(MemorySegment src, DeviceBuffer dst, long offset) {
+        if (dst.hostAccessible()) {
+            MemorySegment.copy(src, 0, dst.hostSegment(), offset, src.byteSize());
+        } else {
+            MemorySegment staged = scratch.host(1, src.byteSize());
+            MemorySegment.copy(src, 0, staged, 0, src.byteSize());
+            fromHost(staged, dst, offset);
+        }
     }
 
     private void runCollective(CollectiveCall call, long deadline) {
@@ -1000,6 +1127,20 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /** The links this rank has: the peer for one to it, -1 - the peer for one from it (for tests). */
     Set<Integer> links() {
         return Set.copyOf(links.keySet());
+    }
+
+    /**
+     * The options of the communicator inside the host: these, less the algorithm choices that name
+     * this engine's own algorithms ({@code hier}, {@code flat}), which the engine inside the host has not.
+     */
+    static CollectiveOptions insideHost(CollectiveOptions options) {
+        Map<CollectiveKind, String> kept = new EnumMap<>(CollectiveKind.class);
+        options.algorithms().forEach((kind, name) -> {
+            if (ALGORITHMS.stream().noneMatch(a -> a.kind() == kind && a.name().equals(name))) {
+                kept.put(kind, name);
+            }
+        });
+        return kept.size() == options.algorithms().size() ? options : options.withAlgorithms(kept);
     }
 
     /** Answers a sender ({@code peer}) that its send fails, and why. */

@@ -17,6 +17,7 @@ import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.Transport;
+import org.jmscclpp.core.collective.CallOptions;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
@@ -140,6 +141,54 @@ class HostCollectivesTest {
             } else {
                 System.setProperty(HierarchicalComm.FOLD_THREADS_PROPERTY, was);
             }
+        }
+    }
+
+    /**
+     * The hierarchical engine's algorithms chosen by name, for the communicator (as NCCL_ALGO does)
+     * and per call: the communicator inside each host does not get them (it has none of that name;
+     * it refused every call before), and a flat call beyond what the flat algorithm carries runs the
+     * hierarchical one. 4 ranks on 2 pretend hosts, every element checked.
+     */
+    @Test
+    void theHierarchicalAlgorithmsAreChosenByName() {
+        int n = 4;
+        int count = 1000;
+        CollectiveOptions options = CollectiveOptions.defaults().withAlgorithm(CollectiveKind.ALL_REDUCE, "hier")
+                .withAlgorithm(CollectiveKind.ALL_GATHER, HierarchicalComm.FLAT);
+        try (Job job = new Job(n, options, r -> r % 2)) {
+            List<DeviceBuffer> send = new ArrayList<>();
+            List<DeviceBuffer> recv = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                send.add(job.backends.get(r).allocate(count * 4L));
+                recv.add(job.backends.get(r).allocate(n * count * 4L));
+                for (int i = 0; i < count; i++) {
+                    send.get(r).hostSegment().setAtIndex(ValueLayout.JAVA_INT, i, 1000 * r + i);
+                }
+            }
+            for (String perCall : new String[] {null, "hier", HierarchicalComm.FLAT}) {
+                CallOptions call = perCall == null ? CallOptions.defaults() : CallOptions.algorithm(perCall);
+                assertEquals(perCall == null ? "hier" : perCall, job.comms.get(0).with(call).algorithmFor(
+                        CollectiveCall.allReduce(send.get(0), recv.get(0), count, DataType.INT32, ReduceOp.SUM)).name());
+                job.all(r -> job.comms.get(r).with(call).allReduce(send.get(r), recv.get(r), count, DataType.INT32,
+                        ReduceOp.SUM));
+                for (int r = 0; r < n; r++) {
+                    for (int i = 0; i < count; i++) {
+                        assertEquals(1000 * (0 + 1 + 2 + 3) + n * i, recv.get(r).hostSegment()
+                                .getAtIndex(ValueLayout.JAVA_INT, i), perCall + " allreduce, rank " + r + " element " + i);
+                    }
+                }
+                job.all(r -> job.comms.get(r).with(call).allGather(send.get(r), recv.get(r), count, DataType.INT32));
+                for (int r = 0; r < n; r++) {
+                    for (int q = 0; q < n; q++) {
+                        assertEquals(1000 * q + 7, recv.get(r).hostSegment().getAtIndex(ValueLayout.JAVA_INT,
+                                q * count + 7), perCall + " allgather, rank " + r + " slot " + q);
+                    }
+                }
+            }
+            DeviceBuffer big = job.backends.get(0).allocate(8 << 20);
+            assertEquals("hier", job.comms.get(0).with(CallOptions.algorithm(HierarchicalComm.FLAT)).algorithmFor(
+                    CollectiveCall.allReduce(big, big, 2 << 20, DataType.INT32, ReduceOp.SUM)).name());
         }
     }
 
