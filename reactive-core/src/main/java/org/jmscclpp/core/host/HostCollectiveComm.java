@@ -285,20 +285,27 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
 
     @Override
     protected void release() {
-        jobs.add(new Job(null, Sinks.one()));
-        try {
-            // closed from a call's own completion, which runs on the worker: it stops after this job
-            if (Thread.currentThread() != worker && !worker.join(timeout.plusSeconds(5))) {
-                worker.interrupt();
-                worker.join(Duration.ofSeconds(5));
+        // closed from a call's own completion, which runs on the worker: it cannot wait for itself
+        boolean onWorker = Thread.currentThread() == worker;
+        if (!onWorker) {
+            jobs.add(new Job(null, Sinks.one()));
+            try {
+                if (!worker.join(timeout.plusSeconds(5))) {
+                    worker.interrupt();
+                    worker.join(Duration.ofSeconds(5));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
         Job left;
         while ((left = jobs.poll()) != null) {
             left.done().tryEmitError(JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator"
                     + " was closed before this call ran").rank(rank).phase("close").build());
+        }
+        if (onWorker) {
+            // after the drain, which would take it: the worker stops once this call's callbacks return
+            jobs.add(new Job(null, Sinks.one()));
         }
         Closeables.closeAll(Stream.concat(peerScratch.stream(), Stream.of(scratchMemory, scratch)).toList());
     }
