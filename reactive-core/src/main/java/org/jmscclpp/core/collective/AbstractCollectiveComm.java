@@ -14,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -38,6 +39,7 @@ import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -58,6 +60,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     private static final int WATCH_TAGS = 0x4C000000;
     /** The deadline of the watch's receive, renewed when it passes: the watch lasts as long as the communicator. */
     private static final Duration WATCH_PERIOD = Duration.ofDays(1);
+    /** Per bootstrap, the end of the setup subscribed last on it ({@link #inSubscriptionOrder}); a bootstrap no one holds goes. */
+    private static final Map<Bootstrap, Mono<Void>> SETUPS = new WeakHashMap<>();
 
     /** One registration of this rank's buffer (index as every rank numbers it) and every peer's memory of that index, mapped here. */
     public record Registration(int index, DeviceBuffer buffer, RegisteredMemory memory,
@@ -205,6 +209,24 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
      */
     protected static Duration timeoutOf(Communicator communicator, CollectiveOptions options) {
         return Waiting.bounded(options.timeout() != null ? options.timeout() : communicator.bootstrap().defaultTimeout());
+    }
+
+    /**
+     * {@code setUp} once every setup subscribed before it on {@code bootstrap} has ended. A setup
+     * exchanges over the bootstrap's collectives (untagged: every rank must issue them in the same
+     * order) from a virtual thread of its own, so two setups subscribed together in the same order
+     * on every rank would otherwise issue them in whichever order their threads ran, and cross.
+     */
+    static Mono<CollectiveComm> inSubscriptionOrder(Bootstrap bootstrap, Mono<CollectiveComm> setUp) {
+        return Mono.defer(() -> {
+            Sinks.Empty<Void> ended = Sinks.empty();
+            Mono<Void> before;
+            synchronized (SETUPS) {
+                before = SETUPS.getOrDefault(bootstrap, Mono.empty());
+                SETUPS.put(bootstrap, ended.asMono());
+            }
+            return before.then(setUp).doFinally(s -> ended.tryEmitEmpty());
+        });
     }
 
     /** Runs an engine's blocking {@code setUp} on a virtual thread of its own, at subscription. */

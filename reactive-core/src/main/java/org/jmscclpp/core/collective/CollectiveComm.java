@@ -63,7 +63,10 @@ public interface CollectiveComm extends AutoCloseable {
      * Sets up a collective communicator over {@code communicator} with the engine of its backend
      * (found through {@link CollectiveEngine}'s service loader): every rank of the communicator must
      * subscribe, at the same point of its setup. Lazy; runs on a virtual thread (never on the
-     * subscriber's, which may be a bootstrap event loop); completes when this rank is ready.
+     * subscriber's, which may be a bootstrap event loop); completes when this rank is ready. Setups
+     * on one bootstrap (two collective communicators of different tags, subscribed together with a
+     * {@code Mono.zip}) run one after another, in subscription order: they exchange over the
+     * bootstrap's collectives, which every rank must issue in the same order.
      *
      * @return errors with INVALID_USAGE when no engine serves the backend or the options differ
      *         between ranks, TIMEOUT or REMOTE_ERROR from the setup's exchanges
@@ -72,11 +75,11 @@ public interface CollectiveComm extends AutoCloseable {
         // finding the engine (a service loader reading the class path) and the engine's local set-up
         // block: they run on a virtual thread, never on the subscriber's (a bootstrap event loop, when
         // create is chained after TcpBootstrap.initialize)
-        return Mono.defer(() -> {
+        return AbstractCollectiveComm.inSubscriptionOrder(communicator.bootstrap(), Mono.defer(() -> {
             CollectiveEngine engine = CollectiveEngine.forBackend(communicator.backend());
             long start = System.nanoTime();
             return engine.create(communicator, options).doOnNext(c -> AbstractCollectiveComm.created(c, start));
-        }).subscribeOn(Waiting.VIRTUAL);
+        }).subscribeOn(Waiting.VIRTUAL));
     }
 
     int rank();
