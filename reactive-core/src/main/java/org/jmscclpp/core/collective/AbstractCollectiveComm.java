@@ -755,6 +755,9 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                     throw outOfStep(e.getKey(), phase);
                 }
             }
+            if (closed) {
+                throw closedMeanwhile(phase);
+            }
             return;
         }
         if (index >= maxRegistrations()) {
@@ -783,12 +786,26 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
         Registration r = new Registration(index, root, mine, Collections.unmodifiableMap(peers));
         synchronized (lock) {
-            if (index == registrations.size()) {
-                registrations.add(r);
-            } else {
-                registrations.set(index, r);
+            if (!closed) {
+                if (index == registrations.size()) {
+                    registrations.add(r);
+                } else {
+                    registrations.set(index, r);
+                }
+                return;
             }
         }
+        // close() ran while the peers' memories came: it released the others, these are this step's to release
+        JmscclppException e = closedMeanwhile(phase);
+        closeQuietly(mine, e);
+        peers.values().forEach(m -> closeQuietly(m, e));
+        throw e;
+    }
+
+    /** The error of a register or deregister that {@link #close()} overtook while it waited for the peers. */
+    private JmscclppException closedMeanwhile(String phase) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator was closed while this "
+                + phase + " waited for the peers").rank(rank).phase(phase).build();
     }
 
     private JmscclppException outOfStep(int peer, String phase) {
@@ -860,6 +877,9 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             }
         }
         synchronized (lock) {
+            if (closed) {
+                throw closedMeanwhile(phase);   // close() released every registration already
+            }
             mine.forEach(r -> registrations.set(r.index(), null));
         }
         for (Registration r : mine) {

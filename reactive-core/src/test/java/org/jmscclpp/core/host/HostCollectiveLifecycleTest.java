@@ -1,6 +1,8 @@
 package org.jmscclpp.core.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
@@ -12,19 +14,28 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveOptions;
 import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
+import org.jmscclpp.testkit.ForwardingBootstrap;
 import org.jmscclpp.testkit.InMemoryBootstrap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.function.Tuple2;
@@ -119,6 +130,57 @@ class HostCollectiveLifecycleTest {
                 bootstraps.forEach(InMemoryBootstrap::close);
                 backends.forEach(HostBackend::close);
             }
+        }
+    }
+
+    /**
+     * close() while this rank's register() (or deregister()) waits in its exchange with the peers (a collective
+     * that the peer makes only later): the step fails with INVALID_USAGE saying the communicator is closed once it
+     * ends, and leaves no registration (nor the peer's memory mapped here) behind; it neither completes on a closed
+     * communicator nor fails with an untyped exception.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aRegistrationStepThatCloseOvertakesFailsTypedAndLeavesNoRegistration(boolean deregister) throws Exception {
+        List<InMemoryBootstrap> group = InMemoryBootstrap.group(2);
+        AtomicReference<CompletableFuture<Void>> exchanging = new AtomicReference<>(new CompletableFuture<>());
+        Bootstrap watched = new ForwardingBootstrap(group.get(0)) {
+            @Override
+            public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
+                return super.recv(peer, tag, timeout).doOnSubscribe(s -> {
+                    if ((tag & 0xFF000000) == 0x4B000000) {   // the registration exchange's tags
+                        exchanging.get().complete(null);
+                    }
+                });
+            }
+        };
+        List<HostBackend> backends = List.of(HostBackend.open(), HostBackend.open());
+        List<Communicator> communicators = List.of(Communicator.create(watched, backends.get(0)),
+                Communicator.create(group.get(1), backends.get(1)));
+        List<CollectiveComm> comms = Flux.mergeSequential(communicators.stream().map(CollectiveComm::create).toList())
+                .collectList().block(LIMIT);
+        try {
+            List<DeviceBuffer> bufs = List.of(backends.get(0).allocate(4096), backends.get(1).allocate(4096));
+            if (deregister) {
+                Mono.when(comms.get(0).register(bufs.get(0)), comms.get(1).register(bufs.get(1))).block(LIMIT);
+                exchanging.set(new CompletableFuture<>());
+            }
+            CompletableFuture<Void> step0 = (deregister ? comms.get(0).deregister(bufs.get(0))
+                    : comms.get(0).register(bufs.get(0))).toFuture();
+            exchanging.get().get(LIMIT.toSeconds(), TimeUnit.SECONDS);
+            comms.get(0).close();
+            // rank 1's part of the exchange: rank 0's message is there already
+            (deregister ? comms.get(1).deregister(bufs.get(1)) : comms.get(1).register(bufs.get(1))).block(LIMIT);
+            ExecutionException e = assertThrows(ExecutionException.class,
+                    () -> step0.get(LIMIT.toSeconds(), TimeUnit.SECONDS), "the step completed after close()");
+            assertTrue(e.getCause() instanceof JmscclppException j && j.code() == ErrorCode.INVALID_USAGE
+                    && j.getMessage().contains("closed"), String.valueOf(e.getCause()));
+            assertFalse(comms.get(0).isRegistered(bufs.get(0)), "a registration outlived close()");
+        } finally {
+            comms.forEach(CollectiveComm::close);
+            communicators.forEach(Communicator::close);
+            group.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
         }
     }
 
