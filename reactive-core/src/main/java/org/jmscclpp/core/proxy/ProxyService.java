@@ -151,9 +151,14 @@ public final class ProxyService implements AutoCloseable {
                 .onBackpressureBuffer(Queues.<FlushCompletion>get(b.flushBuffer).get());
         this.loop = new ProxyLoop(fifo, flushedSegment, memories, semaphores, sink, b.flushBuffer, b.flushTimeout,
                 b.idleSpin.toNanos(), this::loopEnded);
-        this.flushes = sink.asFlux()
+        Flux<FlushCompletion> delivered = sink.asFlux()
                 .doOnNext(c -> loop.delivered())
                 .doOnCancel(() -> requestStop(DEFAULT_STOP_TIMEOUT));
+        // the sink takes one subscriber for good: another gets a typed error, not the sink's IllegalStateException
+        AtomicBoolean subscribed = new AtomicBoolean();
+        this.flushes = Flux.defer(() -> subscribed.compareAndSet(false, true) ? delivered
+                : Flux.error(invalid("flushes", "the flush Flux takes one subscriber, and it has one already (or had"
+                        + " one, whose cancel stopped the service)")));
         this.name = "jmscclpp-proxy-" + THREADS.getAndIncrement();
         this.probe = Probes.proxyAdded(name, f.capacity(), f::occupancy);
         loop.meter(probe);
@@ -338,7 +343,8 @@ public final class ProxyService implements AutoCloseable {
      * work elsewhere with {@code publishOn}, and never block the loop waiting for the service
      * itself (a {@link #stop} or {@link #close()} called there returns without waiting).
      *
-     * <p>One subscriber at a time, and only while it is subscribed are completions kept: SYNCs the
+     * <p>One subscriber (another, while it is subscribed or after it, errors with
+     * {@link ErrorCode#INVALID_USAGE}), and only while it is subscribed are completions kept: SYNCs the
      * loop takes while nobody is subscribed complete (flushed words are written) but emit nothing,
      * so subscribe before {@link #start()} to see them all. With a subscriber, at most
      * {@link Builder#flushBuffer} completions wait for its requests; then the loop stops taking

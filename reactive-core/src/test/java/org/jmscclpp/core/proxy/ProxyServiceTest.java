@@ -422,6 +422,31 @@ class ProxyServiceTest {
         }
     }
 
+    /**
+     * The flush Flux takes one subscriber at a time: a second one while the first is subscribed gets
+     * INVALID_USAGE saying so (not Reactor's IllegalStateException), and the first keeps its completions.
+     */
+    @Test
+    void aSecondSubscriberOfTheFluxIsInvalidUsageAndTheFirstKeepsItsCompletions() {
+        try (ProxyFixture f = new ProxyFixture(dir, 1, 64)) {
+            ProxyService p = f.proxy(0);
+            PortChannel ch = f.channel(0);
+            p.start();
+            StepVerifier.create(p.flushes())
+                    .then(() -> StepVerifier.create(p.flushes())
+                            .expectErrorSatisfies(e -> {
+                                assertTrue(e instanceof JmscclppException, "a JmscclppException, not " + e);
+                                assertEquals(ErrorCode.INVALID_USAGE, ((JmscclppException) e).code(), e.getMessage());
+                                assertTrue(e.getMessage().contains("one subscriber"), e.getMessage());
+                            })
+                            .verify(STEP))
+                    .then(() -> ch.flush(STEP))
+                    .assertNext(c -> assertEquals(0, c.fifoPosition()))
+                    .thenCancel()
+                    .verify(STEP);
+        }
+    }
+
     @Test
     void stopOfAServiceNeverStartedCompletesTheFluxAndAbortsProducers() {
         try (ProxyFixture f = new ProxyFixture(dir, 1, 64)) {
