@@ -77,7 +77,7 @@ public final class Host2HostSemaphore {
     /** Consumes one signal if one has arrived that was not consumed yet; never waits. */
     public boolean poll() {
         long e = expected.get();
-        if (Tokens.acquire(inbound, 0) > e) {
+        if (inboundToken("semaphore poll") > e) {
             expected.set(e + 1);
             return true;
         }
@@ -93,10 +93,10 @@ public final class Host2HostSemaphore {
         return Mono.defer(() -> {
             long target = expected.get() + 1;
             ConnectionContext ctx = semaphore.connection().context();
-            return Waiting.until(semaphore.abortSignal().guard(() -> Tokens.acquire(inbound, 0) >= target,
+            return Waiting.until(semaphore.abortSignal().guard(() -> inboundToken("semaphore wait") >= target,
                             ctx.rank(), ctx.remoteRank(), "semaphore wait"), timeout,
                     () -> JmscclppException.builder(ErrorCode.TIMEOUT, "no signal " + target + " within "
-                            + timeout.toMillis() + " ms (inbound token is " + Tokens.acquire(inbound, 0) + ")")
+                            + timeout.toMillis() + " ms (inbound token is " + inboundToken("semaphore wait") + ")")
                             .rank(ctx.rank()).peer(ctx.remoteRank()).tag(ctx.tag()).phase("semaphore wait").build())
                     .doOnSuccess(v -> expected.set(target));
         });
@@ -105,6 +105,25 @@ public final class Host2HostSemaphore {
     /** {@link #nextSignal(Duration)} with 30 seconds. */
     public Mono<Void> nextSignal() {
         return nextSignal(Bootstrap.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * The inbound token; INVALID_USAGE once its memory is closed (the communicator that owns the
+     * semaphore was closed), also under a wait, which then ends with it.
+     */
+    private long inboundToken(String phase) {
+        try {
+            return Tokens.acquire(inbound, 0);
+        } catch (IllegalStateException e) {
+            throw closed(semaphore.connection().context(), phase, e);
+        }
+    }
+
+    /** The error of a semaphore whose memory was closed under it (its communicator was closed). */
+    static JmscclppException closed(ConnectionContext ctx, String phase, RuntimeException cause) {
+        return JmscclppException.builder(ErrorCode.INVALID_USAGE, "the semaphore's memory was closed while in use"
+                + " (was its communicator closed?): " + cause.getMessage()).rank(ctx.rank()).peer(ctx.remoteRank())
+                .tag(ctx.tag()).phase(phase).cause(cause).build();
     }
 
     static JmscclppException invalid(Connection c, String detail) {

@@ -58,12 +58,16 @@ abstract class InboundToken {
 
     /** Consumes one signal if one has arrived that was not consumed yet; never blocks. */
     public boolean poll() {
-        long e = Tokens.plain(expected(), 0);
-        if (Tokens.acquire(inbound(), 0) > e) {
-            Tokens.setPlain(expected(), 0, e + 1);
-            return true;
+        try {
+            long e = Tokens.plain(expected(), 0);
+            if (Tokens.acquire(inbound(), 0) > e) {
+                Tokens.setPlain(expected(), 0, e + 1);
+                return true;
+            }
+            return false;
+        } catch (IllegalStateException e) {
+            throw Host2HostSemaphore.closed(context, "device semaphore poll", e);
         }
-        return false;
     }
 
     /**
@@ -89,6 +93,15 @@ abstract class InboundToken {
     }
 
     private boolean awaitSignal(Duration timeout, boolean acquire, @Nullable BooleanSupplier abandoned) {
+        try {
+            return awaitSignalOn(timeout, acquire, abandoned);
+        } catch (IllegalStateException e) {
+            // the tokens' memory was closed, also under the wait: the communicator that owns them was closed
+            throw Host2HostSemaphore.closed(context, "device semaphore wait", e);
+        }
+    }
+
+    private boolean awaitSignalOn(Duration timeout, boolean acquire, @Nullable BooleanSupplier abandoned) {
         MemorySegment inbound = inbound();
         long target = Tokens.plain(expected(), 0) + 1;
         BooleanSupplier arrivedNow = () -> (acquire ? Tokens.acquire(inbound, 0) : Tokens.opaque(inbound, 0)) >= target;
