@@ -24,6 +24,7 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinTask;
 import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -222,6 +223,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      */
     private final Map<Integer, Link> links = new ConcurrentHashMap<>();
     private final ExecutorService worker;
+    /** The worker's thread, which completes the calls (and so runs a close() from their callbacks). */
+    private volatile @Nullable Thread workerThread;
     private final Scratch scratch;
     /** Threads that fold a chunk ({@value #FOLD_THREADS_PROPERTY}). */
     private final int foldThreads = Math.clamp(Integer.getInteger(FOLD_THREADS_PROPERTY,
@@ -266,8 +269,12 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         this.phases = LOG.isLoggable(System.Logger.Level.TRACE) ? Collections.synchronizedMap(new LinkedHashMap<>()) : null;
         // a platform thread: its waits on the rail run the network's receiving end themselves
         // (Waiting.Progress), where a virtual thread would wait for the event loop to wake it
-        this.worker = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("jmscclpp-hier-r" + rank)
-                .factory());
+        ThreadFactory platform = Thread.ofPlatform().daemon().name("jmscclpp-hier-r" + rank).factory();
+        this.worker = Executors.newSingleThreadExecutor(task -> {
+            Thread t = platform.newThread(task);
+            workerThread = t;
+            return t;
+        });
     }
 
     /**
@@ -544,7 +551,9 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     protected void release() {
         worker.shutdown();
         try {
-            if (!worker.awaitTermination(timeout.toMillis() + 5_000, TimeUnit.MILLISECONDS)) {
+            // closed from a call's own completion, which runs on the worker: it ends after this call, not before
+            if (Thread.currentThread() != workerThread
+                    && !worker.awaitTermination(timeout.toMillis() + 5_000, TimeUnit.MILLISECONDS)) {
                 worker.shutdownNow();
             }
         } catch (InterruptedException e) {

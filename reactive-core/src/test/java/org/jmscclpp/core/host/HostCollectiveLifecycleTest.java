@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -181,6 +182,37 @@ class HostCollectiveLifecycleTest {
             communicators.forEach(Communicator::close);
             group.forEach(InMemoryBootstrap::close);
             backends.forEach(HostBackend::close);
+        }
+    }
+
+    /**
+     * The same on ranks that span (pretend) hosts, whose hierarchical communicator completes calls on a worker
+     * thread of its own: close() from a call's doFinally runs there, and must return at once, not after waiting
+     * the communicator's timeout for that worker to end.
+     */
+    @Test
+    void closeFromACallsDoFinallyAcrossHostsReturnsAtOnce() throws Exception {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(20));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, options, r -> r)) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(64), job.backends.get(1).allocate(64));
+            for (int r = 0; r < 2; r++) {
+                bufs.get(r).hostSegment().set(ValueLayout.JAVA_INT, 0, r + 1);
+            }
+            List<CompletableFuture<Duration>> closes = List.of(new CompletableFuture<>(), new CompletableFuture<>());
+            job.all(r -> {
+                CollectiveComm c = job.comms.get(r);
+                return c.allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM).doFinally(s -> {
+                    long start = System.nanoTime();
+                    c.close();
+                    closes.get(r).complete(Duration.ofNanos(System.nanoTime() - start));
+                });
+            });
+            assertEquals(3, bufs.get(1).hostSegment().get(ValueLayout.JAVA_INT, 0));
+            for (int r = 0; r < 2; r++) {
+                Duration took = closes.get(r).get(LIMIT.toSeconds() * 2, TimeUnit.SECONDS);
+                assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "rank " + r + ": close() in a call's doFinally"
+                        + " took " + took + " (it waited for the worker it ran on)");
+            }
         }
     }
 
