@@ -229,10 +229,34 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         });
     }
 
-    /** Runs an engine's blocking {@code setUp} on a virtual thread of its own, at subscription. */
+    /**
+     * Runs an engine's blocking {@code setUp} on a virtual thread of its own, at subscription. A subscriber that
+     * cancels before it ends does not get the communicator it makes: that one is closed (its threads, scratch and
+     * watch), as is one that a cancel meets on its way to the subscriber.
+     */
     protected static Mono<CollectiveComm> setUpOnVirtualThread(Callable<? extends CollectiveComm> setUp) {
-        return Mono.<CollectiveComm>fromCallable(setUp).subscribeOn(Schedulers.fromExecutor(task -> Thread.ofVirtual()
-                .name("jmscclpp-collective-setup").start(task)));
+        return Mono.<CollectiveComm>create(sink -> {
+            // 0: running, 1: handed to the subscriber, 2: cancelled first
+            AtomicInteger state = new AtomicInteger();
+            sink.onCancel(() -> state.compareAndSet(0, 2));
+            Thread.ofVirtual().name("jmscclpp-collective-setup").start(() -> {
+                if (state.get() != 0) {
+                    return;
+                }
+                CollectiveComm made;
+                try {
+                    made = setUp.call();
+                } catch (Throwable e) {
+                    sink.error(e);
+                    return;
+                }
+                if (state.compareAndSet(0, 1)) {
+                    sink.success(made);
+                } else {
+                    made.close();
+                }
+            });
+        }).doOnDiscard(CollectiveComm.class, CollectiveComm::close);
     }
 
     /**

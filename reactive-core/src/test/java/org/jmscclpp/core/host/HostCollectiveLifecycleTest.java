@@ -216,6 +216,60 @@ class HostCollectiveLifecycleTest {
         }
     }
 
+    /**
+     * A setup whose subscriber cancelled it (a {@code timeout} operator, a dispose) while it waited for the peer:
+     * once the peer makes its part the setup ends here, and the collective communicator it made, which nobody
+     * receives, is closed (its worker thread, scratch and watch), not left running.
+     */
+    @Test
+    void aSetupCancelledWhileItWaitsForThePeerClosesWhatItMade() throws Exception {
+        List<InMemoryBootstrap> group = InMemoryBootstrap.group(2);
+        CompletableFuture<Void> watching = new CompletableFuture<>();
+        CompletableFuture<Void> settingUp = new CompletableFuture<>();
+        Bootstrap watched = new ForwardingBootstrap(group.get(0)) {
+            @Override
+            public Mono<byte[]> allGather(byte[] local, Duration timeout) {
+                return super.allGather(local, timeout).doOnSubscribe(s -> settingUp.complete(null));
+            }
+
+            @Override
+            public Mono<byte[]> recv(int peer, int tag, Duration timeout) {
+                return super.recv(peer, tag, timeout).doOnSubscribe(s -> {
+                    if ((tag & 0xFF000000) == 0x4C000000) {   // the watch: the last step of a setup
+                        watching.complete(null);
+                    }
+                });
+            }
+        };
+        List<HostBackend> backends = List.of(HostBackend.open(), HostBackend.open());
+        List<Communicator> communicators = List.of(Communicator.create(watched, backends.get(0)),
+                Communicator.create(group.get(1), backends.get(1)));
+        CollectiveComm other = null;
+        try {
+            int before = workers("jmscclpp-collective-r0");
+            reactor.core.Disposable abandoned = CollectiveComm.create(communicators.get(0)).subscribe();
+            settingUp.get(LIMIT.toSeconds(), TimeUnit.SECONDS);   // it runs, and waits for rank 1
+            abandoned.dispose();
+            other = CollectiveComm.create(communicators.get(1)).block(LIMIT);
+            watching.get(LIMIT.toSeconds(), TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            int alive = workers("jmscclpp-collective-r0");
+            while (alive > before && System.nanoTime() < deadline) {
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+                alive = workers("jmscclpp-collective-r0");
+            }
+            assertTrue(alive <= before, "the cancelled setup's communicator still runs its worker (" + alive
+                    + " of rank 0, " + before + " before)");
+        } finally {
+            if (other != null) {
+                other.close();
+            }
+            communicators.forEach(Communicator::close);
+            group.forEach(InMemoryBootstrap::close);
+            backends.forEach(HostBackend::close);
+        }
+    }
+
     /** Waits (at most {@code within}) until no more than {@code limit} collective workers are alive; returns how many are. */
     private int awaitWorkersAtMost(int limit, Duration within) throws IOException {
         long deadline = System.nanoTime() + within.toNanos();
@@ -230,10 +284,19 @@ class HostCollectiveLifecycleTest {
 
     /** Live virtual collective workers ({@code jmscclpp-collective-rN}), from a JSON thread dump. */
     private int workers() throws IOException {
+        return workers(WORKER);
+    }
+
+    /** Live threads named {@code name}, from a JSON thread dump. */
+    private int workers(String name) throws IOException {
+        return workers(Pattern.compile("\"name\"\\s*:\\s*\"" + Pattern.quote(name) + "\""));
+    }
+
+    private int workers(Pattern named) throws IOException {
         Path dump = dumps.resolve("threads-" + dumpsTaken++ + ".json");
         ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
                 .dumpThreads(dump.toString(), HotSpotDiagnosticMXBean.ThreadDumpFormat.JSON);
-        Matcher m = WORKER.matcher(Files.readString(dump));
+        Matcher m = named.matcher(Files.readString(dump));
         int alive = 0;
         while (m.find()) {
             alive++;
