@@ -17,7 +17,7 @@ import org.jmscclpp.core.host.HostBackend;
  * ({@code ALL_REDUCE}, {@code SEND} for sendrecv, ...) through the library's collective
  * communicator on a few counts, types and reductions, in and out of place, on registered buffers
  * and on staged ones, each run checked by {@link CollectiveData}, and prints the algorithm an
- * allReduce gets ({@code rank R: allReduce runs NAME}) and {@code rank R: N runs checked, W wrong};
+ * allReduce gets at the smallest and the largest count ({@code rank R: allReduce runs NAME and NAME}) and {@code rank R: N runs checked, W wrong};
  * exits 1 when an element was wrong.
  */
 public final class HostCollectiveRankMain {
@@ -53,7 +53,8 @@ public final class HostCollectiveRankMain {
                  CollectiveJob job = CollectiveJob.open(comm, CollectiveKind.ALL_REDUCE, null, timeout)) {
                 Blocking.done(registered.register(job.comm()), timeout, rank, "register");
                 System.out.println("rank " + rank + ": allReduce runs " + job.comm().algorithmFor(CollectiveCall.allReduce(
-                        null, null, COUNTS[0], DataType.INT32, ReduceOp.SUM)).name());
+                        null, null, COUNTS[0], DataType.INT32, ReduceOp.SUM)).name() + " and " + job.comm().algorithmFor(
+                        CollectiveCall.allReduce(null, null, COUNTS[1], DataType.INT32, ReduceOp.SUM)).name());
                 for (String name : args) {
                     CollectiveKind kind = CollectiveKind.valueOf(name);
                     for (DataType type : TYPES) {

@@ -84,8 +84,9 @@ class HostCollectivesAcrossHostsTest {
             String want = "rank " + r + ": " + runs + " runs checked, 0 wrong";
             List<String> lines = job.lines(r).stream().map(RankProcesses.Line::text).toList();
             assertEquals(1, lines.stream().filter(want::equals).count(), want + "\n" + job.allOutput());
-            assertEquals(1, lines.stream().filter(("rank " + r + ": allReduce runs hier")::equals).count(),
-                    "the two-level algorithm\n" + job.allOutput());
+            // the tuning table's rows of topology hosts: 12 B flat, 20 KB two levels
+            assertEquals(1, lines.stream().filter(("rank " + r + ": allReduce runs flat and hier")::equals).count(),
+                    "the flat and the two-level algorithm\n" + job.allOutput());
         }
         System.out.println(HostCollectivesAcrossHostsTest.class.getSimpleName() + ": " + n + " ranks on 2 hosts, "
                 + runs + " runs checked on each");

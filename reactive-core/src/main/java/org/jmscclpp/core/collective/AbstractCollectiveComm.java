@@ -659,8 +659,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             }
         }
         // the hierarchical engine's algorithm is no candidate of ranks that share a host: say that, not only "no"
-        String hosts = "hier".equals(name) && !"hosts".equals(topology) ? "; 'hier' runs where the ranks span hosts"
-                + " (MSCCLPP_HOSTID), and these share one" : "";
+        String hosts = ("hier".equals(name) || "flat".equals(name)) && !"hosts".equals(topology) ? "; '" + name
+                + "' runs where the ranks span hosts (MSCCLPP_HOSTID), and these share one" : "";
         throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no " + kind.label() + " algorithm '" + name
                 + "' (one of " + candidates.stream().map(Algorithm::name).toList() + ")" + hosts).rank(rank)
                 .phase(kind.label()).build();
