@@ -30,13 +30,7 @@ class SemaphoreCloseTest {
             List<Connection> conns = g.onEveryRank(r -> g.comm(r).connect(1 - r, 0, EndpointConfig.of(Transport.HOST_IPC)));
             List<Host2HostSemaphore> sems = g.onEveryRank(r -> Host2HostSemaphore.build(g.comm(r), conns.get(r)));
             CompletableFuture<Void> waiting = sems.get(0).nextSignal(WAIT).toFuture();
-            long start = System.nanoTime();
-            g.comm(0).close();
-            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
-                    () -> waiting.get(WAIT.toSeconds() + 10, TimeUnit.SECONDS));
-            Duration took = Duration.ofNanos(System.nanoTime() - start);
-            assertTrue(e.getCause() instanceof JmscclppException, "a JmscclppException, not " + e.getCause());
-            assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "the wait ended " + took + " after close()");
+            endsTypedSoonAfterClose(g, waiting);
         }
     }
 
@@ -50,13 +44,18 @@ class SemaphoreCloseTest {
             CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> handle.await(WAIT),
                     r -> Thread.ofPlatform().name("kernel").start(r));
             // the wait spins briefly, then parks; close() may come before or during it: both must end typed
-            long start = System.nanoTime();
-            g.comm(0).close();
-            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
-                    () -> waiting.get(WAIT.toSeconds() + 10, TimeUnit.SECONDS));
-            Duration took = Duration.ofNanos(System.nanoTime() - start);
-            assertTrue(e.getCause() instanceof JmscclppException, "a JmscclppException, not " + e.getCause());
-            assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "the wait ended " + took + " after close()");
+            endsTypedSoonAfterClose(g, waiting);
         }
+    }
+
+    /** Closes rank 0's communicator: {@code waiting} then fails with a JmscclppException within 10 s. */
+    private static void endsTypedSoonAfterClose(CommunicatorGroup g, CompletableFuture<Void> waiting) {
+        long start = System.nanoTime();
+        g.comm(0).close();
+        ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                () -> waiting.get(WAIT.toSeconds() + 10, TimeUnit.SECONDS));
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+        assertTrue(e.getCause() instanceof JmscclppException, "a JmscclppException, not " + e.getCause());
+        assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "the wait ended " + took + " after close()");
     }
 }
