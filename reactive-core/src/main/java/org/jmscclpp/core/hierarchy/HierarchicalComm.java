@@ -106,7 +106,8 @@ import reactor.core.publisher.Sinks;
  * finds a send's descriptor where it expects a collective's, or the reverse, knows that the calls
  * crossed (NCCL hangs there): both fail with INVALID_USAGE naming the two calls, and the sending or
  * receiving rank tells the others (its descriptor in place of its collective one on every stream,
- * and a send to a rank of its host, which that host's engine finds crossed too). Calls run one batch at a time on a platform thread of the communicator's, in issue order.
+ * and a send to a rank of its host, which that host's engine finds crossed too). Calls run one
+ * batch at a time on a platform thread of the communicator's, in issue order.
  *
  * <h2>Precision</h2>
  * Sums, products and averages of 8- and 16-bit floats run in float32 through both levels and round
