@@ -19,14 +19,14 @@ class CudaCollectivesTest {
 
     @Test
     void everyKindHasTheCudaEnginesAlgorithmsTheDirectOneFirst() {
-        // one host's algorithms, the default first, then the hierarchical one for jobs across hosts
+        // one host's algorithms, the default first, then the hierarchical ones for jobs across hosts (flat: small calls)
         Map<CollectiveKind, List<String>> expected = Map.of(
-                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "hier"),
-                CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "hier"),
-                CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier"),
-                CollectiveKind.BROADCAST, List.of("memory", "ll16", "hier"),
-                CollectiveKind.REDUCE, List.of("rs", "ll16", "hier"),
-                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "hier"),
+                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "hier", "flat"),
+                CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "hier", "flat"),
+                CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier", "flat"),
+                CollectiveKind.BROADCAST, List.of("memory", "ll16", "hier", "flat"),
+                CollectiveKind.REDUCE, List.of("rs", "ll16", "hier", "flat"),
+                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "hier", "flat"),
                 CollectiveKind.SEND, List.of("direct", "hier"));
         for (CollectiveKind kind : CollectiveSample.KINDS) {
             List<String> names = CollectiveJob.algorithms("cuda", kind).stream().filter(a -> !a.startsWith("test-"))
@@ -34,8 +34,8 @@ class CudaCollectivesTest {
             assertEquals(expected.get(kind), names, kind.label());
             assertTrue(!names.contains("port"), "the port algorithms were not carried into the library");
         }
-        // the host engine: one algorithm over shared memory, and the hierarchical one for jobs across hosts
-        assertEquals(List.of("rsag", "hier"), CollectiveJob.algorithms("host", CollectiveKind.ALL_REDUCE).stream()
+        // the host engine: one algorithm over shared memory, and the hierarchical ones for jobs across hosts
+        assertEquals(List.of("rsag", "hier", "flat"), CollectiveJob.algorithms("host", CollectiveKind.ALL_REDUCE).stream()
                 .filter(a -> !a.startsWith("test-")).toList());
         assertEquals(List.of(), CollectiveJob.algorithms("gpu", CollectiveKind.ALL_REDUCE).stream()
                 .filter(a -> !a.startsWith("test-")).toList());
