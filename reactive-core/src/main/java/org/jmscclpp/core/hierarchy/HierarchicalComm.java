@@ -42,6 +42,7 @@ import org.jmscclpp.core.TransportFlags;
 import org.jmscclpp.core.collective.AbstractCollectiveComm;
 import org.jmscclpp.core.collective.Algorithm;
 import org.jmscclpp.core.collective.CallDescriptor;
+import org.jmscclpp.core.collective.CallOptions;
 import org.jmscclpp.core.collective.CollectiveCall;
 import org.jmscclpp.core.collective.CollectiveComm;
 import org.jmscclpp.core.collective.CollectiveKind;
@@ -196,9 +197,15 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      */
     private static final int CALL_TAGS = 0x4F000000;
     private static final int P2P_ANSWER_TAGS = 0x51000000;
-    /** An answer's first byte: the receiver's descriptor disagrees; the receiver is in a collective. */
+    /**
+     * An answer's first byte: the receiver's descriptor disagrees; the receiver is in a collective
+     * (a hierarchical one, or a flat one, whose ranks wait on no step inside their host).
+     */
     private static final byte ANSWER_MISMATCH = 1;
     private static final byte ANSWER_CROSSED = 2;
+    private static final byte ANSWER_CROSSED_FLAT = 3;
+    /** How long the send that tells a host's engine of a crossing waits for a rank of the host to meet it. */
+    private static final Duration TELL_HOST_TIMEOUT = Duration.ofSeconds(5);
 
     private final Backend backend;
     private final Level level;
@@ -691,7 +698,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 String mineText = mine.describe(this::algorithmName);
                 String theirsText = theirs.describe(this::algorithmName);
                 if (theirs.kind() == CollectiveKind.SEND) {
-                    answer(q, ANSWER_CROSSED, CallDescriptor.crossedCalls(rank, mineText, theirsText), deadline);
+                    answer(q, isFlat(mine) ? ANSWER_CROSSED_FLAT : ANSWER_CROSSED,
+                            CallDescriptor.crossedCalls(rank, mineText, theirsText), deadline);
                 }
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, CallDescriptor.crossedCalls(q, theirsText,
                         mineText)).rank(rank).peer(q).tag(options.tag()).phase("collective").build();
@@ -1153,6 +1161,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         return kept.size() == options.algorithms().size() ? options : options.withAlgorithms(kept);
     }
 
+    /** Whether {@code d} is the descriptor of a flat call. */
+    private static boolean isFlat(CallDescriptor d) {
+        return ALGORITHMS.stream().anyMatch(a -> a.id() == d.algorithm() && a.name().equals(FLAT));
+    }
+
     /** Answers a sender ({@code peer}) that its send fails, and why. */
     private void answer(int peer, byte code, String why, long deadline) {
         byte[] text = why.getBytes(StandardCharsets.UTF_8);
@@ -1165,22 +1178,24 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     /**
      * After this rank's send or receive {@code p} crossed a collective: tells the ranks in it. Its
      * descriptor goes, in place of its collective one, on its stream to every rank but
-     * {@code told} (a receiver that has it already), and, where this host has other ranks, a send
-     * of one byte to one of them makes this host's engine find the crossing there too, so that the
-     * ranks waiting for this one inside the host fail at once rather than at the deadline. Neither
-     * is waited for: the ranks it reaches may be anywhere by now.
+     * {@code told} (a receiver that has it already), and, where this host has other ranks and the
+     * collective is a hierarchical one (not {@code flat}, whose ranks wait on the streams only), a
+     * send of one byte to one of them makes this host's engine find the crossing there too, so that
+     * the ranks waiting for this one inside the host fail at once rather than at the deadline.
+     * Neither is waited for: the ranks it reaches may be anywhere by now; the send gives up after
+     * {@link #TELL_HOST_TIMEOUT}.
      */
-    private void tellCrossed(Planned p, int told, long deadline) {
+    private void tellCrossed(Planned p, int told, boolean flat, long deadline) {
         byte[] mine = descriptorMessage(p.descriptor());
         for (int q = 0; q < size; q++) {
             if (q != rank && q != told) {
                 bootstrap.send(q, tag(CALL_TAGS), mine, left(deadline)).subscribe(null, e -> { });
             }
         }
-        if (perHost > 1) {
+        if (perHost > 1 && !flat) {
             DeviceBuffer one = backend.allocate(1);
-            hostComm.send(one, 1, DataType.INT8, local == 0 ? 1 : 0).doFinally(s -> one.close())
-                    .subscribe(null, e -> { });
+            hostComm.with(CallOptions.timeout(TELL_HOST_TIMEOUT)).send(one, 1, DataType.INT8, local == 0 ? 1 : 0)
+                    .doFinally(s -> one.close()).subscribe(null, e -> { });
         }
     }
 
@@ -1194,8 +1209,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         byte[] answer = await(bootstrap.send(peer, tag(CALL_TAGS), descriptorMessage(p.descriptor()), left(deadline))
                 .then(Mono.defer(() -> bootstrap.recv(peer, tag(P2P_ANSWER_TAGS), left(deadline)))), deadline, "send");
         if (answer.length > 0) {
-            if (answer[0] == ANSWER_CROSSED) {
-                tellCrossed(p, peer, deadline);
+            if (answer[0] == ANSWER_CROSSED || answer[0] == ANSWER_CROSSED_FLAT) {
+                tellCrossed(p, peer, answer[0] == ANSWER_CROSSED_FLAT, deadline);
             }
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, new String(answer, 1, answer.length - 1,
                     StandardCharsets.UTF_8)).rank(rank).peer(peer).tag(options.tag()).phase("send").build();
@@ -1221,7 +1236,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 "recv"), 0);
         if (theirs.kind() != CollectiveKind.SEND) {
             // the peer is in a collective (or told every rank that its own send or receive crossed one)
-            tellCrossed(p, -1, deadline);
+            tellCrossed(p, -1, isFlat(theirs), deadline);
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, CallDescriptor.crossedCalls(peer,
                     theirs.describe(this::algorithmName), p.descriptor().describe(this::algorithmName))).rank(rank)
                     .peer(peer).tag(options.tag()).phase("recv").build();

@@ -283,6 +283,11 @@ class HostCollectiveFaultsTest {
                 assertEquals(r, e.rank());
             }
             assertTrue(took.compareTo(Duration.ofSeconds(30)) < 0, "the ranks failed after " + took);
+            // and nothing is left waiting for the peers (a close waits for the calls in flight)
+            long closing = System.nanoTime();
+            job.close();
+            Duration closed = Duration.ofNanos(System.nanoTime() - closing);
+            assertTrue(closed.compareTo(Duration.ofSeconds(10)) < 0, "the job closed after " + closed);
         }
     }
 
