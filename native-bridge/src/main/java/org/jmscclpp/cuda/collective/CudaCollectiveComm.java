@@ -494,19 +494,6 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     }
 
     @Override
-    protected void check(Planned planned) {
-        CollectiveCall call = planned.call();
-        if (isLL(planned.algorithm())) {
-            long perPeer = call.countBytes();
-            if (perPeer > LL_MAX_BYTES) {
-                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, call.describe() + ": the ll16 algorithm"
-                        + " carries at most " + LL_MAX_BYTES + " bytes per rank, the call " + perPeer).rank(rank)
-                        .phase(call.kind().label()).build();
-            }
-        }
-    }
-
-    @Override
     protected Algorithm adjust(Planned planned) {
         // a table's ll16 for a call beyond its capacity gives way to the direct algorithm
         CollectiveCall call = planned.call();

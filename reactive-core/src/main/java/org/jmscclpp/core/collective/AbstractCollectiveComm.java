@@ -185,10 +185,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         return planned.algorithm();
     }
 
-    /** Throws INVALID_USAGE when the engine cannot run {@code planned} (a forced algorithm beyond its capacity). */
-    protected void check(Planned planned) {
-    }
-
     /** Called (with no lock held, on the registering thread) once a registration is complete on this rank. */
     protected void onRegistered(Registration registration) {
     }
@@ -635,7 +631,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         CallDescriptor d = CallDescriptor.of(call, algorithm.id(), direct ? CallDescriptor.DIRECT : 0,
                 direct ? send : 0, direct ? recv : 0);
         Planned planned = new Planned(call, algorithm, d, call.inPlace(rank));
-        check(planned);
         return planned;
     }
 

@@ -525,16 +525,6 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     }
 
     @Override
-    protected void check(Planned planned) {
-        CollectiveCall call = planned.call();
-        if (planned.algorithm().name().equals(FLAT) && call.sendBytes(rank, size) > FLAT_MAX_BYTES) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, call.describe() + ": the flat algorithm carries"
-                    + " at most " + FLAT_MAX_BYTES + " bytes per rank, the call " + call.sendBytes(rank, size))
-                    .rank(rank).phase(call.kind().label()).build();
-        }
-    }
-
-    @Override
     protected Algorithm adjust(Planned planned) {
         // a table's flat for a call beyond its capacity gives way to the hierarchical algorithm
         CollectiveCall call = planned.call();
