@@ -174,11 +174,17 @@ final class CollectiveScenarios {
             comm.deregister(sendRoot).block(LIMIT);
             comm.deregister(recvRoot).block(LIMIT);
             for (CollectiveKind kind : List.of(CollectiveKind.ALL_REDUCE, CollectiveKind.ALL_GATHER,
-                    CollectiveKind.ALL_TO_ALL)) {
-                long count = kind == CollectiveKind.ALL_REDUCE ? HUGE_BYTES / 4 : HUGE_BYTES / 4 / n;
+                    CollectiveKind.ALL_TO_ALL, CollectiveKind.SEND)) {
+                long count = kind == CollectiveKind.ALL_REDUCE || kind == CollectiveKind.SEND ? HUGE_BYTES / 4
+                        : HUGE_BYTES / 4 / n;
                 check(comm, kind, DataType.FLOAT32, kind.reduces() ? ReduceOp.SUM : null, count, 13, false,
                         null, sendRoot, recvRoot, failures);
             }
+            // 256 MiB sends in pieces, from a staged send buffer into a registered receive buffer (pushed
+            // piece by piece; from registered to registered, above, the first piece carries the whole message)
+            comm.register(recvRoot).block(LIMIT);
+            check(comm, CollectiveKind.SEND, DataType.FLOAT32, null, HUGE_BYTES / 4, 0, false, null, sendRoot,
+                    recvRoot, failures);
             if (!failures.isEmpty()) {
                 throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
                         failures.subList(0, Math.min(20, failures.size()))));
