@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import org.jmscclpp.core.DeviceBuffer;
@@ -394,13 +395,16 @@ final class CollectiveScenarios {
      * results are folded in another order than one host's), the rest byte for byte.
      */
     private void acrossHosts(CollectiveComm comm) {
-        DeviceBuffer probe = backend.allocate(4096);
+        DeviceBuffer probe = backend.allocate(4L * LARGE);
         try {
-            String algorithm = comm.algorithmFor(CollectiveCall.allReduce(probe, probe, 1024, DataType.FLOAT32,
+            String small = comm.algorithmFor(CollectiveCall.allReduce(probe, probe, 1024, DataType.FLOAT32,
                     ReduceOp.SUM)).name();
-            GpuRankMain.say("allReduce runs " + algorithm);
-            if (!algorithm.equals("hier")) {
-                throw new AssertionError("ranks that span hosts run the hierarchical allReduce, not " + algorithm);
+            String large = comm.algorithmFor(CollectiveCall.allReduce(probe, probe, LARGE, DataType.FLOAT32,
+                    ReduceOp.SUM)).name();
+            GpuRankMain.say("allReduce runs " + small + " at 4 KiB, " + large + " at " + 4 * LARGE + " bytes");
+            if (!large.equals("hier") || !List.of("hier", "flat").contains(small)) {
+                throw new AssertionError("ranks that span hosts run the hierarchical allReduce (flat for small calls),"
+                        + " not " + small + " at 4 KiB and " + large + " at " + 4 * LARGE + " bytes");
             }
         } finally {
             probe.close();
@@ -442,9 +446,16 @@ final class CollectiveScenarios {
     private void hostCases(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, DeviceBuffer send,
                            DeviceBuffer recv, List<String> failures) {
         for (long count : new long[] {0, 1, 7, n - 1, LARGE}) {
-            for (long offset : new long[] {0, 13}) {
-                for (boolean inPlace : kind == CollectiveKind.SEND ? new boolean[] {false} : new boolean[] {false, true}) {
-                    check(comm, kind, type, op, count, offset, inPlace, null, send, recv, failures);
+            // small calls both ways, whatever the table picks: hierarchical and flat (what adjust() gives a
+            // flat call beyond its capacity is the table's large case)
+            List<String> algorithms = kind == CollectiveKind.SEND ? Collections.singletonList(null)
+                    : count == LARGE ? Collections.singletonList(null) : List.of("hier", "flat");
+            for (String algorithm : algorithms) {
+                for (long offset : new long[] {0, 13}) {
+                    for (boolean inPlace : kind == CollectiveKind.SEND ? new boolean[] {false}
+                            : new boolean[] {false, true}) {
+                        check(comm, kind, type, op, count, offset, inPlace, algorithm, send, recv, failures);
+                    }
                 }
             }
         }
