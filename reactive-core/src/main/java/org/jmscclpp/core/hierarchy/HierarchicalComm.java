@@ -595,10 +595,19 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 // its host's ranks itself, and nothing crosses hosts before the comparison is in; a flat
                 // algorithm's data travels with the descriptors and is used once they agree
                 boolean flat = p.algorithm().name().equals(FLAT);
-                agreement = agreeing(p.descriptor(), flat ? payloads(p.call()) : null, deadline);
+                byte[][] payloads = null;
+                if (flat) {
+                    long t = System.nanoTime();
+                    payloads = payloads(p.call());
+                    if (phases != null) {
+                        phases.merge("flat staging", System.nanoTime() - t, Long::sum);
+                    }
+                }
+                agreement = agreeing(p.descriptor(), payloads, deadline);
                 try {
                     if (flat) {
-                        runFlat(p.call(), Objects.requireNonNull(settleAgreement(deadline)));
+                        byte[][] all = Objects.requireNonNull(settleAgreement(deadline));
+                        timed("flat result", () -> runFlat(p.call(), all));
                     } else {
                         runCollective(p.call(), deadline);
                         settleAgreement(deadline);
