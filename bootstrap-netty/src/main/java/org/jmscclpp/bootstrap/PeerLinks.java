@@ -25,6 +25,7 @@ import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.log.Log;
 import org.jmscclpp.core.log.Subsystem;
+import org.jmscclpp.core.spi.Tunables;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -41,7 +42,7 @@ final class PeerLinks {
 
     private static final System.Logger LOG = Log.logger(PeerLinks.class, Subsystem.INIT);
     static final long HANDSHAKE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(
-            Long.getLong("jmscclpp.bootstrap.handshakeTimeoutSeconds", 10));
+            Tunables.longValue("jmscclpp.bootstrap.handshakeTimeoutSeconds", 10, 1, 86_400));
     /**
      * Connections do not close on a failed write (Netty's auto-close is off), so that the frames the
      * peer sent before it left are still read; the reading side closes them at the end of the

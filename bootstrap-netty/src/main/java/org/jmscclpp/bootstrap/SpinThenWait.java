@@ -3,6 +3,7 @@ package org.jmscclpp.bootstrap;
 import io.netty.channel.SelectStrategy;
 import io.netty.channel.SelectStrategyFactory;
 import io.netty.util.IntSupplier;
+import org.jmscclpp.core.spi.Tunables;
 
 /**
  * Event-loop strategy: after I/O or a task, keep polling the socket set without sleeping for a
@@ -16,7 +17,7 @@ import io.netty.util.IntSupplier;
  */
 final class SpinThenWait implements SelectStrategy {
 
-    static final long SPIN_NANOS = Long.getLong("jmscclpp.bootstrap.spinMicros", 200) * 1000;
+    static final long SPIN_NANOS = Tunables.longValue("jmscclpp.bootstrap.spinMicros", 200, 0, 1_000_000) * 1000;
 
     static final SelectStrategyFactory FACTORY = SpinThenWait::new;
 

@@ -13,6 +13,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import org.jmscclpp.bootstrap.EventLoops;
+import org.jmscclpp.core.spi.Tunables;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 
@@ -66,13 +67,12 @@ final class EthernetProgress implements Waiting.Progress {
      * wake-up is dear, the background thread's poll raised {@code bench ethernet}'s write + flush
      * bandwidth from 0.80–0.97 to 0.95–1.10 times raw TCP's at 64 KiB (100 and 200 µs did no better).
      */
-    static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(Math.max(0,
-            Long.getLong("jmscclpp.ethernet.pollMicros", 50)));
+    static final long POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(
+            Tunables.longValue("jmscclpp.ethernet.pollMicros", 50, 0, 1_000_000));
     /** How long a waiter waits for the loop's lock before it parks instead (another waiter drives). */
     private static final long LOCK_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** Whether waiters drive the loop; {@code -Djmscclpp.ethernet.callerDrives=false} leaves it to the background. */
-    static final boolean CALLER_DRIVES = Boolean.parseBoolean(System.getProperty("jmscclpp.ethernet.callerDrives",
-            "true"));
+    static final boolean CALLER_DRIVES = Tunables.booleanValue("jmscclpp.ethernet.callerDrives", true);
 
     /** ManualIoEventLoop's owner, or null (then waiters never drive). */
     private static final @Nullable Field OWNER = ownerField();

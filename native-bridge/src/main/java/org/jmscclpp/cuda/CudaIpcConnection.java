@@ -17,6 +17,7 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.Transport;
 import org.jmscclpp.core.spi.ConnectionChecks;
 import org.jmscclpp.core.spi.Endpoint;
+import org.jmscclpp.core.spi.Tunables;
 import org.jmscclpp.nativebridge.CudaDriver;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -71,7 +72,7 @@ final class CudaIpcConnection implements Connection {
         this.local = local;
         this.remote = remote;
         this.where = where;
-        this.writeValue = context.supportsStreamMemOps64() && !Boolean.getBoolean("jmscclpp.cuda.tokenCopies");
+        this.writeValue = context.supportsStreamMemOps64() && !Tunables.booleanValue("jmscclpp.cuda.tokenCopies", false);
         this.tokenRing = backend.allocateHostVisible((long) TOKEN_RING * Long.BYTES);
         this.tokens = tokenRing.hostSegment();
         try {

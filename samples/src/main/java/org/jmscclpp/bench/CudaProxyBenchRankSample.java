@@ -80,9 +80,8 @@ public final class CudaProxyBenchRankSample implements Sample {
 
     /** Idle spin of the platform-thread poller in this bench. */
     static final java.time.Duration PLATFORM_IDLE_SPIN = java.time.Duration.ofMillis(1);
-    /** The library's default idle spin (20 µs), kept for the virtual-thread poller. */
-    static final java.time.Duration DEFAULT_IDLE_SPIN = java.time.Duration.ofNanos(
-            Long.getLong("jmscclpp.waitSpinMicros", 20) * 1_000);
+    /** The library's idle spin (20 µs unless -Djmscclpp.waitSpinMicros says otherwise), kept for the virtual-thread poller. */
+    static final java.time.Duration DEFAULT_IDLE_SPIN = java.time.Duration.ofNanos(Waiting.SPIN_NANOS);
 
     /** The name the command line registers this rank sample under. */
     public static final String NAME = "bench-proxy-cuda-rank";

@@ -38,6 +38,7 @@ import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
 import org.jmscclpp.core.semaphore.MemoryDevice2DeviceSemaphore;
 import org.jmscclpp.core.spi.Closeables;
+import org.jmscclpp.core.spi.Tunables;
 import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
@@ -105,7 +106,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * a tuning knob, the same on every rank of a job.
      */
     static final String LL_MIN_BLOCKS_PROPERTY = "jmscclpp.collectives.llMinBlocks";
-    static final int LL_MIN_BLOCKS = Math.clamp(Integer.getInteger(LL_MIN_BLOCKS_PROPERTY, 16), 1, 128);
+    static final int LL_MIN_BLOCKS = Tunables.intValue(LL_MIN_BLOCKS_PROPERTY, 16, 1, 128);
     /** The most blocks a direct kernel's state has room for (a semaphore per block and peer, a run word per block). */
     static final int MAX_BLOCKS = 128;
     /**
@@ -119,7 +120,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final String DIRECT_BLOCKS_PROPERTY = "jmscclpp.collectives.directBlocks";
 
     static int directBlocksFor(int ranks) {
-        return Math.clamp(Integer.getInteger(DIRECT_BLOCKS_PROPERTY, ranks == 2 ? 128 : 64), 16, MAX_BLOCKS);
+        return Tunables.intValue(DIRECT_BLOCKS_PROPERTY, ranks == 2 ? 128 : 64, 16, MAX_BLOCKS);
     }
     static final int MAX_REGISTRATIONS = 4096;
     static final int MAX_P2P = 32;

@@ -57,6 +57,7 @@ import org.jmscclpp.core.spi.Closeables;
 import org.jmscclpp.core.spi.HostIdentity;
 import org.jmscclpp.core.spi.TransportProvider;
 import org.jmscclpp.core.spi.TransportProviders;
+import org.jmscclpp.core.spi.Tunables;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -235,8 +236,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private volatile @Nullable Thread workerThread;
     private final Scratch scratch;
     /** Threads that fold a chunk ({@value #FOLD_THREADS_PROPERTY}). */
-    private final int foldThreads = Math.clamp(Integer.getInteger(FOLD_THREADS_PROPERTY,
-            Math.min(4, Runtime.getRuntime().availableProcessors() / 4)), 1, 16);
+    private final int foldThreads = Tunables.intValue(FOLD_THREADS_PROPERTY,
+            Math.clamp(Runtime.getRuntime().availableProcessors() / 4, 1, 4), 1, 16);
     /** The fold pool, once a fold was large enough to split (see {@link #foldPool()}). */
     private @Nullable ForkJoinPool foldPool;
     /** The descriptor comparison of the collective call under way, until settled (the worker thread's). */

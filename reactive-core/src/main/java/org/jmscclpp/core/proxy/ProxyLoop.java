@@ -17,6 +17,7 @@ import org.jmscclpp.core.RegisteredMemory;
 import org.jmscclpp.core.metrics.probe.ProxyProbe;
 import org.jmscclpp.core.semaphore.SemaphoreId;
 import org.jmscclpp.core.spi.Tokens;
+import org.jmscclpp.core.spi.Tunables;
 import org.jmscclpp.core.spi.Waiting;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -61,8 +62,8 @@ final class ProxyLoop implements Runnable {
      * pause waits at most a hundredth of that pause longer (nobody can unpark the loop for a trigger a
      * GPU pushes, so the park is all the latency it adds).
      */
-    static final long MAX_IDLE_PARK_NANOS = Math.max(MAX_PARK_NANOS / 1_000,
-            Long.getLong("jmscclpp.proxy.maxIdleParkMicros", 5_000)) * 1_000;
+    static final long MAX_IDLE_PARK_NANOS = Tunables.longValue("jmscclpp.proxy.maxIdleParkMicros", 5_000,
+            MAX_PARK_NANOS / 1_000, 10_000_000) * 1_000;
     /** The share of its idle time a long-idle loop may sleep in one park. */
     static final long IDLE_PARK_SHARE = 100;
     private static final long FIRST_PARK_NANOS = 1_000;

@@ -29,7 +29,7 @@ public final class Waiting {
      * would not do: 4096 {@code onSpinWait()} calls took 110 µs on this project's machines and a few
      * µs elsewhere.
      */
-    public static final long SPIN_NANOS = Math.max(0, Long.getLong("jmscclpp.waitSpinMicros", 20)) * 1_000;
+    public static final long SPIN_NANOS = Tunables.longValue("jmscclpp.waitSpinMicros", 20, 0, 1_000_000) * 1_000;
     private static final long FIRST_PARK_NANOS = 1_000;
     /** The longest park step of a waiter: how stale its look at the condition may get. */
     public static final long MAX_PARK_NANOS = 100_000;

@@ -15,6 +15,7 @@ import org.jmscclpp.core.metrics.CollectiveMetrics;
 import org.jmscclpp.core.metrics.ConnectionMetrics;
 import org.jmscclpp.core.metrics.JmscclppMetrics;
 import org.jmscclpp.core.metrics.ProxyMetrics;
+import org.jmscclpp.core.spi.Tunables;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -26,7 +27,7 @@ import org.jspecify.annotations.Nullable;
 public final class Probes {
 
     /** {@code -Djmscclpp.metrics=false} turns every measurement off; read once. */
-    public static final boolean ENABLED = Boolean.parseBoolean(System.getProperty("jmscclpp.metrics", "true"));
+    public static final boolean ENABLED = Tunables.booleanValue("jmscclpp.metrics", true);
 
     /**
      * Whether JFR events may be emitted: metrics on and Flight Recorder in the runtime; the events
