@@ -101,12 +101,21 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int THREADS = 512;
     static final int LL_MAX_BLOCKS = 128;
     /**
-     * The fewest blocks an ll16 kernel gets ({@value #LL_MIN_BLOCKS_PROPERTY}, 1 to 128, default 16;
-     * measured on 2 x H200, a 1 KiB allreduce took 9.1 µs in one block, 6.1 in four and 5.3 in 16):
-     * a tuning knob, the same on every rank of a job.
+     * The fewest blocks an ll16 kernel gets ({@value #LL_MIN_BLOCKS_PROPERTY}, 1 to 128): a tuning
+     * knob. By default 16, and 64 for the stream form on two ranks. On 2 x H200 a 1 KiB allreduce took
+     * 9.1 µs in one block, 6.1 in four and 5.3 in 16 (stop 26); from 16 to 64 blocks (stop 40, two
+     * rounds, graph timing) 1 KiB took 5.12 -> 4.68 µs for allreduce, 5.44 -> 4.83 for reduce, 5.17 ->
+     * 4.85 for reduceScatter, 5.29 -> 5.12 for allGather, 5.46 -> 5.27 for allToAll. A Mono call's
+     * kernel writes a done word per block, which the host reads: there 64 blocks cost more than they
+     * saved (allGather, three runs: 8.1-9.9 µs a call against 7.7-8.0 with 16). More ranks were not
+     * measured with 64.
      */
     static final String LL_MIN_BLOCKS_PROPERTY = "jmscclpp.collectives.llMinBlocks";
-    static final int LL_MIN_BLOCKS = Tunables.intValue(LL_MIN_BLOCKS_PROPERTY, 16, 1, 128);
+
+    /** {@link #LL_MIN_BLOCKS_PROPERTY} where set, else the default for {@code ranks} and the form ({@code tells}: a Mono call's). */
+    static int llMinBlocksFor(int ranks, boolean tells) {
+        return Tunables.intValue(LL_MIN_BLOCKS_PROPERTY, ranks == 2 && !tells ? 64 : 16, 1, LL_MAX_BLOCKS);
+    }
     /** The most blocks a direct kernel's state has room for (a semaphore per block and peer, a run word per block). */
     static final int MAX_BLOCKS = 128;
     /**
@@ -251,6 +260,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceAbortFlag abortFlag;
     /** The most blocks of a direct kernel ({@link #directBlocksFor}), agreed at set-up. */
     private final int directBlocks;
+    /** The fewest blocks of an ll16 kernel ({@link #llMinBlocksFor}): in the stream form, and where it tells the host. */
+    private final int llMinBlocks;
+    private final int llMinBlocksTelling;
     private final List<AutoCloseable> owned;
     /** Loaded kernels: the moving module's two, and "collective" of each (type, op) module; guarded by themselves. */
     private @Nullable Kernel moveCollective;
@@ -300,6 +312,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.doneWords = doneWords;
         this.abortFlag = abortFlag;
         this.directBlocks = directBlocks;
+        this.llMinBlocks = llMinBlocksFor(layout.n(), false);
+        this.llMinBlocksTelling = llMinBlocksFor(layout.n(), true);
         this.owned = owned;
         long comm = state.address() + STATE_COMM;
         this.collectiveArgs = KernelArgs.builder().pointer(comm).bytes(new byte[CALL_BYTES], 8).build();
@@ -839,7 +853,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         long recv = call.recv() == null ? 0 : call.recv().address();
         if (isLL(p.algorithm())) {
             long packets = (count * w + 7) / 8;
-            int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS, LL_MIN_BLOCKS, LL_MAX_BLOCKS);
+            int blocks = (int) Math.clamp((packets + THREADS - 1) / THREADS,
+                    done.told() ? llMinBlocksTelling : llMinBlocks, LL_MAX_BLOCKS);
             launch(on, kernel, blocks, callArgs(p, send, recv, count, 0, false, p.inPlace(), done));
             return done.told() ? blocks : 0;
         }
