@@ -175,9 +175,10 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
 
     /**
      * Where {@code a} and {@code b} start in one frame, or null where they cannot share memory: their
-     * offsets when both are ranges of one buffer; their addresses when they are different buffers
-     * with addresses (two wraps of one device pointer, a wrap of a backend buffer's segment: one
-     * address space per process); null for a buffer without one (a heap segment's wrap).
+     * offsets when both are ranges of one buffer; their offsets in the array when both wrap ranges of
+     * one Java array (heap segments have no address, and a slice's address is then its offset alone);
+     * their addresses when they are different buffers with addresses (two wraps of one device pointer,
+     * a wrap of a backend buffer's segment: one address space per process).
      */
     private static long @Nullable [] starts(@Nullable DeviceBuffer a, @Nullable DeviceBuffer b) {
         if (a == null || b == null) {
@@ -186,9 +187,20 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
         if (DeviceBufferSlice.root(a) == DeviceBufferSlice.root(b)) {
             return new long[] {DeviceBufferSlice.offsetInRoot(a), DeviceBufferSlice.offsetInRoot(b)};
         }
+        Object arrayA = heapArray(a);
+        Object arrayB = heapArray(b);
+        if (arrayA != null || arrayB != null) {
+            return arrayA == arrayB ? new long[] {a.hostSegment().address(), b.hostSegment().address()} : null;
+        }
         long x = a.address();
         long y = b.address();
         return x != 0 && y != 0 ? new long[] {x, y} : null;
+    }
+
+    /** The Java array {@code buffer} wraps a range of, or null for memory with an address. */
+    private static @Nullable Object heapArray(DeviceBuffer buffer) {
+        DeviceBuffer root = DeviceBufferSlice.root(buffer);
+        return root.address() == 0 && root.hostAccessible() ? root.hostSegment().heapBase().orElse(null) : null;
     }
 
     private static String where(long at, boolean offset) {

@@ -153,6 +153,43 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * Wraps of Java arrays (heap segments, which have no address) are one memory exactly when they
+     * are ranges of one array: slices of two arrays run whatever their offsets, and ranges of one
+     * array that overlap outside the in-place layout are INVALID_USAGE, as for native memory, instead
+     * of a staged call whose pieces overwrite input they have not read yet.
+     */
+    @Test
+    void wrapsOfJavaArraysAreOneMemoryOnlyWithinOneArray() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults()
+                .withScratchBytes(64 << 10))) {
+            int[][] in = {{1, 2, 3, 4}, {10, 20, 30, 40}};
+            int[][] out = new int[2][4];
+            job.all(r -> job.comms.get(r).allReduce(DeviceBuffer.wrap(MemorySegment.ofArray(in[r])).slice(4, 8),
+                    DeviceBuffer.wrap(MemorySegment.ofArray(out[r])).slice(8, 8), 2, DataType.INT32, ReduceOp.SUM));
+            for (int r = 0; r < 2; r++) {
+                assertArrayEquals(new int[] {0, 0, 22, 33}, out[r], "rank " + r);
+            }
+            // more than one piece of the 16 KiB the scratch stages at a time, shifted by one element
+            int n = 8192;
+            int[] shared = new int[n + 1];
+            String shifted = message(() -> job.comms.get(0).allReduce(
+                    DeviceBuffer.wrap(MemorySegment.ofArray(shared).asSlice(0, 4L * n)),
+                    DeviceBuffer.wrap(MemorySegment.ofArray(shared).asSlice(4, 4L * n)), n, DataType.INT32,
+                    ReduceOp.SUM).block(LIMIT));
+            assertTrue(shifted.contains("overlap, but not in all_reduce's in-place layout"), shifted);
+            // in place through two wraps of one array runs, as through one wrap
+            int[][] gathered = {{7, 0}, {0, 8}};
+            job.all(r -> job.comms.get(r).allGather(
+                    DeviceBuffer.wrap(MemorySegment.ofArray(gathered[r]).asSlice(4L * r, 4)),
+                    DeviceBuffer.wrap(MemorySegment.ofArray(gathered[r])), 1, DataType.INT32));
+            for (int r = 0; r < 2; r++) {
+                assertArrayEquals(new int[] {7, 8}, gathered[r], "rank " + r);
+            }
+            assertTrue(job.comms.get(0).failure().isEmpty(), "argument errors do not break the communicator");
+        }
+    }
+
     private static String message(Runnable call) {
         JmscclppException e = assertThrows(JmscclppException.class, call::run);
         assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
