@@ -74,6 +74,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     static final String TOPOLOGY = "shm";
     static final long DEFAULT_SCRATCH = 16L << 20;
     static final long MIN_SCRATCH = 64L << 10;
+    /** The largest scratch: its layout (the scratch, the headers and the staged sends of every rank) fits in a long. */
+    static final long MAX_SCRATCH = 1L << 62;
     /** Bytes of one chunk of a send or receive that is staged. */
     static final long P2P_CHUNK = 1L << 20;
 
@@ -205,6 +207,10 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         long scratchBytes = options.scratchBytes() == 0 ? DEFAULT_SCRATCH : options.scratchBytes();
         if (scratchBytes < MIN_SCRATCH) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the host engine needs at least " + MIN_SCRATCH
+                    + " bytes of scratch, got " + scratchBytes).rank(rank).phase(phase).build();
+        }
+        if (scratchBytes > MAX_SCRATCH) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the host engine takes at most " + MAX_SCRATCH
                     + " bytes of scratch, got " + scratchBytes).rank(rank).phase(phase).build();
         }
         agree(communicator, scratchBytes, options.tag(), timeout, phase);

@@ -236,6 +236,28 @@ class HostCollectiveFaultsTest {
         };
     }
 
+    /**
+     * A scratch size whose layout does not fit in a long ({@code JMSCCLPP_SCRATCH_BYTES=9223372036854775807})
+     * is INVALID_USAGE naming the size and the largest one, not an allocation of a negative size.
+     */
+    @ParameterizedTest
+    @ValueSource(longs = {Long.MAX_VALUE, (1L << 62) + 1})
+    void aScratchSizeBeyondTheLargestIsRefusedNamingIt(long bytes) {
+        List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(1);
+        HostBackend backend = HostBackend.open();
+        Communicator communicator = Communicator.create(bootstraps.get(0), backend);
+        try {
+            JmscclppException e = usage(assertThrows(JmscclppException.class, () -> CollectiveComm.create(communicator,
+                    CollectiveOptions.defaults().withScratchBytes(bytes)).block(LIMIT)));
+            assertTrue(e.getMessage().contains("at most " + HostCollectiveComm.MAX_SCRATCH + " bytes of scratch, got "
+                    + bytes) && e.getMessage().contains("rank 0"), e.getMessage());
+        } finally {
+            communicator.close();
+            bootstraps.forEach(InMemoryBootstrap::close);
+            backend.close();
+        }
+    }
+
     @Test
     void ranksThatSetUpWithDifferentScratchSizesAllFailNamingTheRanksAndSizes() {
         List<InMemoryBootstrap> bootstraps = InMemoryBootstrap.group(2);
