@@ -756,8 +756,12 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             for (int p = 0; p < size; p++) {
                 Transfer pending = pendingWith(p);
                 if (pending != null) {
+                    // a receive learns how many chunks come only from them (it counts what arrived)
+                    String progress = pending.planned.call().kind() == CollectiveKind.RECV
+                            ? (pending.chunk == 0 ? "nothing came from rank " + p : pending.chunk + " chunks came")
+                            : pending.chunk + " of " + Math.max(1, pending.chunks) + " chunks acknowledged";
                     throw JmscclppException.builder(ErrorCode.TIMEOUT, pending.planned.call().describe() + " did not"
-                            + " complete in time (" + pending.chunk + " of " + pending.chunks + " chunks)").rank(rank)
+                            + " complete in time (" + progress + ")").rank(rank)
                             .peer(p).tag(options.tag()).phase("send/recv #" + batch.number()).build();
                 }
             }

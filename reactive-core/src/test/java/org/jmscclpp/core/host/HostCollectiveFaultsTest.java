@@ -616,6 +616,28 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /** The TIMEOUT of a send or receive whose peer never takes part says so (a receive said "0 of -1 chunks"). */
+    @Test
+    void aSendOrReceiveWhosePeerNeverTakesPartSaysSoAtTheDeadline() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            CollectiveComm comm = job.comms.get(0).with(CallOptions.timeout(Duration.ofMillis(300)));
+            JmscclppException recv = assertThrows(JmscclppException.class,
+                    () -> comm.recv(b, 4, DataType.INT32, 1).block(LIMIT));
+            assertEquals(ErrorCode.TIMEOUT, recv.code(), recv.getMessage());
+            assertTrue(recv.getMessage().contains("did not complete in time (nothing came from rank 1)"),
+                    recv.getMessage());
+        }
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults())) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            JmscclppException send = assertThrows(JmscclppException.class, () -> job.comms.get(0)
+                    .with(CallOptions.timeout(Duration.ofMillis(300))).send(b, 4, DataType.INT32, 1).block(LIMIT));
+            assertEquals(ErrorCode.TIMEOUT, send.code(), send.getMessage());
+            assertTrue(send.getMessage().contains("did not complete in time (0 of 1 chunks acknowledged)"),
+                    send.getMessage());
+        }
+    }
+
     @Test
     void aPeerThatDiesDuringACallIsARemoteErrorLongBeforeTheDeadline() {
         try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(3, CollectiveOptions.defaults())) {
