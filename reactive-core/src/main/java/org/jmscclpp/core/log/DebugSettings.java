@@ -1,5 +1,6 @@
 package org.jmscclpp.core.log;
 
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -13,10 +14,12 @@ import org.jspecify.annotations.Nullable;
  * @param level       the threshold ({@link DebugLevel#NONE} when unset or not understood)
  * @param unknown     the value of {@code MSCCLPP_DEBUG} when it is none of MSCCL++'s, else null
  * @param mask        the subsystems whose INFO, DEBUG and TRACE lines print
+ * @param unknownSubsystems the names in {@code MSCCLPP_DEBUG_SUBSYS} that are no subsystem (ignored)
  * @param file        {@code MSCCLPP_DEBUG_FILE} with {@code %h} (host) and {@code %p} (pid) expanded, or null
  *                    for stderr; only above {@link DebugLevel#VERSION}, as in MSCCL++
  */
-record DebugSettings(DebugLevel level, @Nullable String unknown, Set<Subsystem> mask, @Nullable String file) {
+record DebugSettings(DebugLevel level, @Nullable String unknown, Set<Subsystem> mask, List<String> unknownSubsystems,
+                     @Nullable String file) {
 
     static final String DEBUG_ENV = "MSCCLPP_DEBUG";
     static final String SUBSYS_ENV = "MSCCLPP_DEBUG_SUBSYS";
@@ -64,7 +67,7 @@ record DebugSettings(DebugLevel level, @Nullable String unknown, Set<Subsystem> 
         String file = env.get(FILE_ENV);
         String path = level.compareTo(DebugLevel.VERSION) > 0 && file != null && !file.isEmpty()
                 ? expand(file, host, pid) : null;
-        return new DebugSettings(level, unknown, mask, path);
+        return new DebugSettings(level, unknown, mask, subsys == null ? List.of() : Subsystem.unknownNames(subsys), path);
     }
 
     /** {@code %h} is the host name, {@code %p} the pid, {@code %%} a percent sign; anything else stays. */

@@ -90,6 +90,11 @@ public final class Log {
             }
             return root;
         }
+        if (!s.unknownSubsystems().isEmpty()) {
+            System.getLogger(Log.class.getName()).log(System.Logger.Level.WARNING, "{0} names {1}, no subsystem of "
+                    + "{2} (nor ALL); ignored", DebugSettings.SUBSYS_ENV, s.unknownSubsystems(),
+                    java.util.Arrays.toString(Subsystem.values()));
+        }
         PrintStream out = System.err;
         String fileProblem = null;
         if (s.file() != null) {

@@ -1,6 +1,8 @@
 package org.jmscclpp.core.log;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
@@ -53,6 +55,18 @@ public enum Subsystem {
             }
         }
         return mask;
+    }
+
+    /** The names in a mask that are no subsystem (nor {@code ALL}, {@code BOOTSTRAP}): ignored, and worth a warning. */
+    static List<String> unknownNames(String value) {
+        List<String> unknown = new ArrayList<>();
+        for (String name : (value.startsWith("^") ? value.substring(1) : value).split(",")) {
+            String n = name.trim().toUpperCase(Locale.ROOT);
+            if (!n.isEmpty() && named(n).isEmpty() && !n.equals("ALL")) {
+                unknown.add(name.trim());
+            }
+        }
+        return unknown;
     }
 
     private static Set<Subsystem> named(String name) {

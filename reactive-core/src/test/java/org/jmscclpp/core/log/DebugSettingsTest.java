@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Map;
 import java.util.logging.Level;
 import org.jmscclpp.core.log.DebugSettings.DebugLevel;
@@ -47,6 +48,14 @@ class DebugSettingsTest {
                 read(Map.of("MSCCLPP_DEBUG_SUBSYS", "^NET,SHM")).mask());
         assertEquals(EnumSet.of(Subsystem.INIT, Subsystem.P2P),
                 read(Map.of("MSCCLPP_DEBUG_SUBSYS", "BOOTSTRAP,P2P,NOSUCH")).mask(), "BOOTSTRAP is INIT; unknown ignored");
+    }
+
+    @Test
+    void namesThatAreNoSubsystemAreListedForTheWarning() {
+        assertEquals(List.of("NOSUCH", "garbage"),
+                read(Map.of("MSCCLPP_DEBUG_SUBSYS", "^BOOTSTRAP, all,NOSUCH,net,garbage,")).unknownSubsystems());
+        assertEquals(List.of(), read(Map.of("MSCCLPP_DEBUG_SUBSYS", "ALL")).unknownSubsystems());
+        assertEquals(List.of(), read(Map.of()).unknownSubsystems());
     }
 
     @Test
