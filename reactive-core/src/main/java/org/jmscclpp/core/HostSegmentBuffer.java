@@ -1,6 +1,7 @@
 package org.jmscclpp.core;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
 
 /**
  * Host memory of the caller's, seen as a {@link DeviceBuffer} ({@link DeviceBuffer#wrap}): host
@@ -12,6 +13,7 @@ final class HostSegmentBuffer implements DeviceBuffer {
     private final MemorySegment segment;
 
     HostSegmentBuffer(MemorySegment segment) {
+        Objects.requireNonNull(segment, "segment");
         if (segment.byteSize() < 1) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "cannot wrap an empty segment").phase("wrap")
                     .build();
