@@ -1337,8 +1337,23 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         try {
             return await(step, deadline, what);
         } catch (JmscclppException e) {
-            throw e.rank() == rank ? e : e.withRank(rank);
+            throw inJob(e);
         }
+    }
+
+    /**
+     * An error of the host's communicator, whose ranks are numbered within the host, as the job's: this rank's
+     * rank and the peer's rank in the job, and the detail saying which job rank the host-local number it names is.
+     */
+    private JmscclppException inJob(JmscclppException e) {
+        int[] members = ranksOf[host];
+        int p = e.peer();
+        if (p < 0 || p >= members.length || members[p] == p) {
+            return e.rank() == rank ? e : e.withRank(rank);
+        }
+        return JmscclppException.builder(e.code(), e.detail() + " (rank " + p + " of this host's communicator is rank "
+                        + members[p] + " of the job)").rank(rank).peer(members[p]).tag(e.tag()).phase(e.phase())
+                .cause(e.getCause()).build();
     }
 
     private <T> T await(Mono<T> step, long deadline, String what) {

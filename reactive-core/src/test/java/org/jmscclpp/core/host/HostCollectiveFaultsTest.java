@@ -292,7 +292,7 @@ class HostCollectiveFaultsTest {
         try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(3, CollectiveOptions.defaults())) {
             List<DeviceBuffer> bufs = new ArrayList<>();
             for (int r = 0; r < 3; r++) {
-                bufs.add(job.backends.get(r).allocate(4096));
+                bufs.add(job.backends.get(r).allocate(65536));
             }
             List<Throwable> out = outcomes(job, r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r),
                     r == 2 ? 99 : 100, DataType.FLOAT32, ReduceOp.SUM));
@@ -769,6 +769,33 @@ class HostCollectiveFaultsTest {
                     assertArrayEquals(new float[] {11, 22, 33, 44, 55}, v, "round " + round);
                 }
             }
+        }
+    }
+
+    /**
+     * Across hosts (4 ranks on 2 pretend hosts, rank r on host r % 2), rank 1 never calls: rank 3, which waits for
+     * it inside their host, must name rank 1 (its rank in the job), not only 0 (its place in the host's
+     * communicator, which is the job's healthy rank 0).
+     */
+    @Test
+    void aPeerMissingInsideTheHostIsNamedByItsRankInTheJob() {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(2));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(4, options, r -> r % 2)) {
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 0; r < 4; r++) {
+                bufs.add(job.backends.get(r).allocate(65536));
+            }
+            List<Throwable> out = outcomes(job, r -> r == 1 ? Mono.never().then().timeout(Duration.ofSeconds(4),
+                    Mono.empty()) : job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 16384, DataType.FLOAT32,
+                    ReduceOp.SUM));
+            Throwable t = out.get(3);
+            assertTrue(t instanceof JmscclppException, "rank 3: a JmscclppException, not " + t);
+            JmscclppException e = (JmscclppException) t;
+            assertEquals(3, e.rank(), e.getMessage());
+            assertEquals(1, e.peer(), "rank 3 waits for rank 1 in its host: " + e.getMessage());
+            assertTrue(e.getMessage().contains("rank 1 of the job"), "says which rank of the job it waits for: "
+                    + e.getMessage());
+            bufs.forEach(DeviceBuffer::close);
         }
     }
 }
