@@ -1365,8 +1365,14 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             if (cause instanceof JmscclppException je) {
                 throw je;
             }
-            throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not end in time: " + e).rank(rank)
-                    .phase("collective").cause(e).build();
+            // this wait's own bound (the step's own deadline passed without a word: a peer that froze, or
+            // this rank frozen past it) is a timeout; anything else is not, and says what it was
+            if (cause instanceof java.util.concurrent.TimeoutException) {
+                throw JmscclppException.builder(ErrorCode.TIMEOUT, what + " did not end by the call's deadline")
+                        .rank(rank).phase("collective").cause(e).build();
+            }
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, what + " failed: " + (cause != null ? cause : e))
+                    .rank(rank).phase("collective").cause(e).build();
         } finally {
             if (phases != null) {
                 phases.merge(what, System.nanoTime() - start, Long::sum);
