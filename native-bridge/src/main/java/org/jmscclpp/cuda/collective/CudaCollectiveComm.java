@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.SequencedMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -347,9 +348,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         if (stagedBytes < (1L << 20)) {
             throw invalid(rank, phase, "the CUDA engine needs at least 2 MiB of scratch, got " + options.scratchBytes());
         }
-        agree(communicator, 2 * stagedBytes, options.tag(), timeout, phase);   // the IN and OUT areas
+        // the IN and OUT areas, and the direct kernels' blocks: their block barriers pair block b of every rank
         int directBlocks = directBlocksFor(n);
-        agreeOnBlocks(communicator, directBlocks, timeout, phase);
+        SequencedMap<String, Long> settings = new LinkedHashMap<String, Long>();
+        settings.put(DIRECT_BLOCKS_PROPERTY, (long) directBlocks);
+        agree(communicator, 2 * stagedBytes, options.tag(), settings, timeout, phase);
         Layout layout = new Layout(n, 2 * LL_MAX_BYTES, stagedBytes);
         int tag = options.tag();
         List<AutoCloseable> owned = new ArrayList<>();
@@ -890,21 +893,6 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             first += m;
         } while (first < count);
         return 0;
-    }
-
-    /** INVALID_USAGE where the ranks set a different {@value #DIRECT_BLOCKS_PROPERTY}: their block barriers would never meet. */
-    private static void agreeOnBlocks(Communicator communicator, int directBlocks, Duration timeout, String phase) {
-        int rank = communicator.rank();
-        byte[] all = communicator.bootstrap().allGather(new byte[] {(byte) directBlocks}, timeout)
-                .timeout(timeout.plusSeconds(5)).block();
-        for (int r = 0; r < communicator.size(); r++) {
-            int theirs = Objects.requireNonNull(all)[r] & 0xFF;
-            if (theirs != directBlocks) {
-                throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks set up the collective communicator"
-                        + " differently: rank " + rank + " with " + DIRECT_BLOCKS_PROPERTY + "=" + directBlocks
-                        + ", rank " + r + " with " + theirs).rank(rank).peer(r).phase(phase).build();
-            }
-        }
     }
 
     /**

@@ -9,11 +9,13 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.SequencedMap;
 import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.RejectedExecutionException;
@@ -261,9 +263,23 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
      */
     protected static void agree(Communicator communicator, long scratchBytes, int tag, Duration timeout,
                                 String phase) {
+        agree(communicator, scratchBytes, tag, new LinkedHashMap<String, Long>(), timeout, phase);
+    }
+
+    /**
+     * {@link #agree(Communicator, long, int, Duration, String)}, together (one exchange) with settings
+     * of the engine's own that every rank must share (by name, in the map's order, the same on every
+     * rank): INVALID_USAGE naming this rank, the first that differs, the setting and both values.
+     */
+    protected static void agree(Communicator communicator, long scratchBytes, int tag,
+                                SequencedMap<String, Long> settings, Duration timeout, String phase) {
         int rank = communicator.rank();
-        byte[] mine = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(scratchBytes).putLong(tag).array();
-        byte[] all = communicator.bootstrap().allGather(mine, timeout).timeout(timeout.plusSeconds(5)).block();
+        ByteBuffer out = ByteBuffer.allocate(16 + 8 * settings.size()).order(ByteOrder.LITTLE_ENDIAN)
+                .putLong(scratchBytes).putLong(tag);
+        for (long value : settings.values()) {
+            out.putLong(value);
+        }
+        byte[] all = communicator.bootstrap().allGather(out.array(), timeout).timeout(timeout.plusSeconds(5)).block();
         ByteBuffer b = ByteBuffer.wrap(Objects.requireNonNull(all)).order(ByteOrder.LITTLE_ENDIAN);
         for (int r = 0; r < communicator.size(); r++) {
             long s = b.getLong();
@@ -272,6 +288,15 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                 throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks set up the collective communicator"
                         + " differently: rank " + rank + " with " + scratchBytes + " bytes of scratch and tag " + tag
                         + ", rank " + r + " with " + s + " bytes and tag " + t).rank(rank).peer(r).phase(phase).build();
+            }
+            for (Map.Entry<String, Long> setting : settings.entrySet()) {
+                long theirs = b.getLong();
+                if (theirs != setting.getValue()) {
+                    throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the ranks set up the collective"
+                            + " communicator differently: rank " + rank + " with " + setting.getKey() + "="
+                            + setting.getValue() + ", rank " + r + " with " + theirs).rank(rank).peer(r).phase(phase)
+                            .build();
+                }
             }
         }
     }
