@@ -46,8 +46,8 @@ public enum Subsystem {
     static Set<Subsystem> parseMask(String value) {
         boolean invert = value.startsWith("^");
         Set<Subsystem> mask = invert ? EnumSet.allOf(Subsystem.class) : EnumSet.noneOf(Subsystem.class);
-        for (String name : (invert ? value.substring(1) : value).split(",")) {
-            Set<Subsystem> named = named(name.trim().toUpperCase(Locale.ROOT));
+        for (String name : names(value)) {
+            Set<Subsystem> named = named(name.toUpperCase(Locale.ROOT));
             if (invert) {
                 mask.removeAll(named);
             } else {
@@ -60,13 +60,21 @@ public enum Subsystem {
     /** The names in a mask that are no subsystem (nor {@code ALL}, {@code BOOTSTRAP}): ignored, and worth a warning. */
     static List<String> unknownNames(String value) {
         List<String> unknown = new ArrayList<>();
-        for (String name : (value.startsWith("^") ? value.substring(1) : value).split(",")) {
-            String n = name.trim().toUpperCase(Locale.ROOT);
-            if (!n.isEmpty() && named(n).isEmpty() && !n.equals("ALL")) {
-                unknown.add(name.trim());
+        for (String name : names(value)) {
+            if (!name.isEmpty() && named(name.toUpperCase(Locale.ROOT)).isEmpty()) {
+                unknown.add(name);
             }
         }
         return unknown;
+    }
+
+    /** The names of a mask, trimmed, without its leading {@code ^}. */
+    private static String[] names(String value) {
+        String[] names = (value.startsWith("^") ? value.substring(1) : value).split(",");
+        for (int i = 0; i < names.length; i++) {
+            names[i] = names[i].trim();
+        }
+        return names;
     }
 
     private static Set<Subsystem> named(String name) {
