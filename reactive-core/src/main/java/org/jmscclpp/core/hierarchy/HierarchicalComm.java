@@ -31,6 +31,7 @@ import java.util.function.Function;
 import java.util.function.IntFunction;
 import java.util.function.LongFunction;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import org.jmscclpp.core.Backend;
 import org.jmscclpp.core.Bootstrap;
 import org.jmscclpp.core.Communicator;
@@ -596,14 +597,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
                 // its host's ranks itself, and nothing crosses hosts before the comparison is in; a flat
                 // algorithm's data travels with the descriptors and is used once they agree
                 boolean flat = p.algorithm().name().equals(FLAT);
-                byte[][] payloads = null;
-                if (flat) {
-                    long t = System.nanoTime();
-                    payloads = payloads(p.call());
-                    if (phases != null) {
-                        phases.merge("flat staging", System.nanoTime() - t, Long::sum);
-                    }
-                }
+                byte[][] payloads = flat ? timed("flat staging", () -> payloads(p.call())) : null;
                 agreement = agreeing(p.descriptor(), payloads, deadline);
                 try {
                     if (flat) {
@@ -1382,13 +1376,20 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
 
     /** Runs {@code step}, adding its time to {@code phase}'s when tracing. */
     private void timed(String phase, Runnable step) {
-        if (phases == null) {
+        timed(phase, () -> {
             step.run();
-            return;
+            return null;
+        });
+    }
+
+    /** Runs {@code step} and returns what it gives, adding its time to {@code phase}'s when tracing. */
+    private <T> T timed(String phase, Supplier<T> step) {
+        if (phases == null) {
+            return step.get();
         }
         long start = System.nanoTime();
         try {
-            step.run();
+            return step.get();
         } finally {
             phases.merge(phase, System.nanoTime() - start, Long::sum);
         }
