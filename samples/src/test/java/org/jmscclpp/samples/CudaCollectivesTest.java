@@ -21,11 +21,11 @@ class CudaCollectivesTest {
     void everyKindHasTheCudaEnginesAlgorithmsTheDirectOneFirst() {
         // one host's algorithms, the default first, then the hierarchical ones for jobs across hosts (flat: small calls)
         Map<CollectiveKind, List<String>> expected = Map.of(
-                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "hier", "flat"),
+                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "push", "hier", "flat"),
                 CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "hier", "flat"),
                 CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier", "flat"),
-                CollectiveKind.BROADCAST, List.of("memory", "ll16", "hier", "flat"),
-                CollectiveKind.REDUCE, List.of("rs", "ll16", "hier", "flat"),
+                CollectiveKind.BROADCAST, List.of("memory", "ll16", "push", "hier", "flat"),
+                CollectiveKind.REDUCE, List.of("rs", "ll16", "push", "hier", "flat"),
                 CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "hier", "flat"),
                 CollectiveKind.SEND, List.of("direct", "hier"));
         for (CollectiveKind kind : CollectiveSample.KINDS) {

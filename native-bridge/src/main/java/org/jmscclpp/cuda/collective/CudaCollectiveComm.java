@@ -121,16 +121,17 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final int MAX_BLOCKS = 128;
     /**
      * The most blocks of a direct kernel ({@value #DIRECT_BLOCKS_PROPERTY}, 16 to {@value #MAX_BLOCKS};
-     * half of it up to 64 MiB), and of each send or receive of a point-to-point wave: a tuning knob,
-     * the same on every rank of a job (set-up fails with INVALID_USAGE where the ranks differ). Each
-     * block and peer has a semaphore built at set-up. By default 128 on two ranks (2 x H200, 1 GiB:
-     * broadcast 366 GB/s against 358 with 64, allGather 360 against 353, reduce 353 against 348) and
-     * 64 on more (measured on 4 x H200 with 64 only).
+     * half of it up to 64 MiB except for the push algorithms), and of each send or receive of a
+     * point-to-point wave: a tuning knob, the same on every rank of a job (set-up fails with
+     * INVALID_USAGE where the ranks differ). Each block and peer has a semaphore built at set-up. By
+     * default 128 (2 x H200, 1 GiB: broadcast 366 GB/s against 358 with 64, allGather 360 against 353,
+     * reduce 353 against 348; 4 x H200, 256 MiB and 1 GiB, stop 41: rsag, rs, memory within 1-3 % of
+     * 64 either way, and a block's stores run at about 5.4 GB/s, so the push algorithms need them all).
      */
     static final String DIRECT_BLOCKS_PROPERTY = "jmscclpp.collectives.directBlocks";
 
-    static int directBlocksFor(int ranks) {
-        return Tunables.intValue(DIRECT_BLOCKS_PROPERTY, ranks == 2 ? 128 : 64, 16, MAX_BLOCKS);
+    static int directBlocksSetting() {
+        return Tunables.intValue(DIRECT_BLOCKS_PROPERTY, MAX_BLOCKS, 16, MAX_BLOCKS);
     }
     static final int MAX_REGISTRATIONS = 4096;
     static final int MAX_P2P = 32;
@@ -181,6 +182,17 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             "one shot: slot p goes to peer p as LL16 packets");
     static final Algorithm ALL_TO_ALL_MEMORY = new Algorithm(CollectiveKind.ALL_TO_ALL, "memory", 12,
             "every rank stores slot p into peer p's buffer over NVLink");
+    static final Algorithm ALL_REDUCE_PUSH = new Algorithm(CollectiveKind.ALL_REDUCE, "push", 14,
+            "stores only: each rank stores the parts other ranks own into their scratch in rounds of chunks; each"
+                    + " owner reduces its part and stores the result into every rank's buffer (staged calls run rsag)");
+    static final Algorithm REDUCE_PUSH = new Algorithm(CollectiveKind.REDUCE, "push", 15,
+            "stores only: on two ranks as allreduce's push, the results stored into the root's buffer; on more, a"
+                    + " chain from rank 0 to the last, each adding its data to the partial sum and storing it into the"
+                    + " next one's scratch, where the root is the first or the last rank and partial sums in the type"
+                    + " change no bit (not avg, not fp16, bf16 or fp8 sums and products); otherwise, and staged, rs");
+    static final Algorithm BROADCAST_PUSH = new Algorithm(CollectiveKind.BROADCAST, "push", 16,
+            "stores only: a chain from the root round the ranks, each storing each chunk into the next one's buffer"
+                    + " (staged calls run memory)");
     static final Algorithm SEND_DIRECT = new Algorithm(CollectiveKind.SEND, "direct", 13,
             "the sender stores into a registered receive buffer over NVLink; otherwise the receiver copies from the"
                     + " sender's registered buffer or its staged copy");
@@ -188,7 +200,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     /** The direct algorithm of each kind first: it serves any size. */
     static final List<Algorithm> ALGORITHMS = List.of(ALL_REDUCE_RSAG, ALL_REDUCE_LL, ALL_GATHER_MEMORY, ALL_GATHER_LL,
             REDUCE_SCATTER_RS, REDUCE_SCATTER_LL, BROADCAST_MEMORY, BROADCAST_LL, REDUCE_RS, REDUCE_LL,
-            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT);
+            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT, ALL_REDUCE_PUSH, REDUCE_PUSH, BROADCAST_PUSH);
 
     // the Comm structure of the kernel file
     private static final int COMM_BYTES = 200;
@@ -259,7 +271,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceBuffer errorRecord;
     private final DeviceBuffer doneWords;
     private final DeviceAbortFlag abortFlag;
-    /** The most blocks of a direct kernel ({@link #directBlocksFor}), agreed at set-up. */
+    /** The most blocks of a direct kernel ({@link #directBlocksSetting}), agreed at set-up. */
     private final int directBlocks;
     /** The fewest blocks of an ll16 kernel ({@link #llMinBlocksFor}): in the stream form, and where it tells the host. */
     private final int llMinBlocks;
@@ -349,7 +361,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             throw invalid(rank, phase, "the CUDA engine needs at least 2 MiB of scratch, got " + options.scratchBytes());
         }
         // the IN and OUT areas, and the direct kernels' blocks: their block barriers pair block b of every rank
-        int directBlocks = directBlocksFor(n);
+        int directBlocks = directBlocksSetting();
         SequencedMap<String, Long> settings = new LinkedHashMap<String, Long>();
         settings.put(DIRECT_BLOCKS_PROPERTY, (long) directBlocks);
         agree(communicator, 2 * stagedBytes, options.tag(), settings, timeout, phase);
@@ -862,8 +874,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             return done.told() ? blocks : 0;
         }
         if (p.descriptor().direct()) {
-            int blocks = directBlocks(call.size(size));
-            launch(on, kernel, blocks, callArgs(p, send, recv, count, 1, false, p.inPlace(), done));
+            // push kernels take every block at any size: each block stores at a few GB/s (its stores in
+            // flight), and a chain's pipeline runs per block
+            boolean push = p.algorithm().name().equals("push");
+            int blocks = push ? directBlocks : directBlocks(call.size(size));
+            int algo = push ? 2 : 1;
+            launch(on, kernel, blocks, callArgs(p, send, recv, count, algo, false, p.inPlace(), done));
             return done.told() ? blocks : 0;
         }
         // staged: pieces through this rank's IN and OUT areas

@@ -45,6 +45,8 @@
 //             IN area before and copies the OUT area out after). Every block ends at a barrier with the
 //             same block of every peer (a semaphore per block and peer), so when the kernel ends every
 //             peer is done with this rank's buffers and has stored everything meant for it.
+//   2 push    allReduce, reduce and broadcast on registered buffers with stores only, in rounds of
+//             chunks with a handshake per round (the push section below); staged calls run direct.
 #include <jmscclpp/jmscclpp.cuh>
 
 using jmscclpp::Deadline;
@@ -855,6 +857,226 @@ __device__ void broadcastFromRoot(const Comm* c, const Call& call, char* const* 
 }
 #endif
 
+// ---------------------------------------------------------------------------------------------
+// push (Call::algo 2, on registered buffers only): every byte crosses NVLink as a store, never as a
+// read (on 4 x H200 the algorithms that read their peers' buffers ran their links at 290-325 GB/s
+// against 345-350 for the ones that only store). The data goes in rounds of chunks, block b taking
+// chunk k * gridDim.x + b of each part in round k; after each round's stores, thread i of block b
+// signals block b of peer i and waits for its signal (the per-block semaphores of the end barrier:
+// every rank signals every peer once a round, so the counts stay in step), which is both "your
+// chunks are here" and "I am done with what you sent me the round before last".
+
+// The rounds and chunk bytes of parts of at most `partBytes`, where a chunk may be `maxChunk` bytes
+// at most: chunks of about equal size (whole 16-byte vectors), every block the same number of rounds.
+__device__ void pushRounds(u64 partBytes, u64 maxChunk, u64& rounds, u64& chunk) {
+  const u64 blocks = gridDim.x;
+  rounds = partBytes == 0 ? 0 : (partBytes + blocks * maxChunk - 1) / (blocks * maxChunk);
+  chunk = rounds == 0 ? 16 : ((partBytes + blocks * rounds - 1) / (blocks * rounds) + 15) & ~15ull;
+}
+
+// One round's handshake of this block with the same block of every peer: signal (after every store
+// of the block), then wait. False when a wait gave up (the job was aborted or the deadline passed).
+__device__ bool pushHandshake(const Comm* c) {
+  __shared__ int gaveUp;
+  if (threadIdx.x == 0) {
+    gaveUp = 0;
+  }
+  __syncthreads();
+  if (threadIdx.x < N - 1) {
+    MemoryDevice2DeviceSemaphoreDeviceHandle s = c->sems[blockIdx.x * (N - 1) + threadIdx.x];
+    s.signal();
+    if (!s.wait(abortFlag(c), JMSCCLPP_DEVICE_TIMEOUT_NS)) {
+      stopOnAbort(c);
+      gaveUp = 1;
+    }
+  }
+  __syncthreads();
+  return gaveUp == 0;
+}
+
+#if defined(JMSCCLPP_T)
+// Rank `from`'s chunk slot for (block, parity) in the IN area of `base` (an owner's scratch).
+__forceinline__ __device__ char* pushSlot(const Comm* c, char* base, int fromIndex, u64 parity, u64 chunk) {
+  return base + c->offIn + ((static_cast<u64>(blockIdx.x) * 2 + parity) * (N - 1) + fromIndex) * chunk;
+}
+
+// allReduce (and reduce on two ranks) by pushes: part j of the data (as rsag cuts it) is rank j's to
+// reduce; in round k each rank stores chunk k of every other rank's part into that rank's IN area (two
+// slots a block and sender, by the round's parity), then after the handshake each rank reduces chunk
+// k of its part (its own data and the N - 1 slots, in rank order) and stores the result into every
+// rank's receive buffer (reduce: the root's). Per rank and direction the links carry what rsag's
+// reads and stores carry.
+__device__ void pushReduce(const Comm* c, const Call& call, char* const* dst) {
+  const int rank = c->rank;
+  u64 largest = 0;
+  for (int j = 0; j < N; j++) {
+    u64 b, e;
+    part(call.count, 16 / W, j, b, e);
+    largest = e - b > largest ? e - b : largest;
+  }
+  u64 rounds, chunk;
+  pushRounds(largest * W, (c->stagedBytes / (static_cast<u64>(gridDim.x) * 2 * (N - 1))) & ~15ull, rounds, chunk);
+  const u64 perChunk = chunk / W;
+  for (u64 k = 0; k < rounds; k++) {
+    const u64 parity = k & 1;
+    const u64 at = (k * gridDim.x + blockIdx.x) * perChunk;  // the chunk's first element within a part
+    for (int s = 1; s < N; s++) {
+      const int o = (rank + s) % N;  // the next ranks first, in rotation, as allGather stores
+      u64 b, e;
+      part(call.count, 16 / W, o, b, e);
+      if (b + at < e) {
+        const u64 n = (e - b - at < perChunk ? e - b - at : perChunk) * W;
+        char* to[1] = {pushSlot(c, c->peerScratch[peerIndex(o, rank)], peerIndex(rank, o), parity, chunk)};
+        multiCopy(to, 1, call.send + (b + at) * W, n, threadIdx.x, blockDim.x);
+      }
+    }
+    if (!pushHandshake(c)) {
+      return;
+    }
+    u64 b, e;
+    part(call.count, 16 / W, rank, b, e);
+    if (b + at < e) {
+      const u64 m = e - b - at < perChunk ? e - b - at : perChunk;
+      const char* srcs[N];
+#pragma unroll
+      for (int q = 0; q < N; q++) {
+        srcs[q] = q == rank ? call.send + (b + at) * W : pushSlot(c, c->scratch, peerIndex(q, rank), parity, chunk);
+      }
+      char* outs[kMaxRanks];
+      int nOut = 0;
+      if (call.kind == kAllReduce) {
+        for (int s = 1; s <= N; s++) {
+          outs[nOut++] = dst[(rank + s) % N] + (b + at) * W;
+        }
+      } else {
+        outs[nOut++] = dst[call.root] + (b + at) * W;
+      }
+      reduceRange<N>(srcs, outs, nOut, 0, m, threadIdx.x, blockDim.x, N);
+    }
+  }
+}
+#endif  // JMSCCLPP_T (push)
+
+// Chains (reduce on more than two ranks, broadcast): the ranks in a line, each storing only into the
+// next one, as NCCL's rings do, so that each rank's links carry the data once each way to a single
+// peer (on 4 x H200 every pair spread over three peers ran at 290-330 GB/s, a single pair at 366).
+// Block b of every rank takes chunks k * gridDim.x + b of the buffer in round k; a rank signals the
+// next one's block b when a chunk is there (the per-block semaphore of that pair) and, where the next
+// one's copy lands in a ring of kChainDepth slots in its IN area, the next one signals back when it is
+// done with a slot (only for the slots the sender reuses: the counts stay in step for the end barrier).
+constexpr u64 kChainDepth = 4;
+constexpr u64 kChainRounds = 128;      // rounds aimed at: the pipeline fills in N - 1 of them
+constexpr u64 kChainMinChunk = 32ull << 10;
+
+// Rounds and chunk bytes of a chain over `bytes`, with chunks of at most maxChunk.
+__device__ void chainRounds(u64 bytes, u64 maxChunk, u64& rounds, u64& chunk) {
+  u64 aim = (bytes / (static_cast<u64>(gridDim.x) * kChainRounds) + 15) & ~15ull;
+  aim = aim < kChainMinChunk ? kChainMinChunk : aim;
+  pushRounds(bytes, aim < maxChunk ? aim : maxChunk, rounds, chunk);
+}
+
+// Thread 0 of the block signals block blockIdx.x of `peer` (after every store of the block).
+__device__ void chainSignal(const Comm* c, int peer) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    c->sems[blockIdx.x * (N - 1) + peerIndex(peer, c->rank)].signal();
+  }
+}
+
+// Thread 0 of the block waits for the next signal of `peer`'s block blockIdx.x; then the whole block
+// goes on. False when the wait gave up.
+__device__ bool chainWait(const Comm* c, int peer) {
+  __shared__ int gaveUp;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    gaveUp = 0;
+    if (!c->sems[blockIdx.x * (N - 1) + peerIndex(peer, c->rank)].wait(abortFlag(c), JMSCCLPP_DEVICE_TIMEOUT_NS)) {
+      stopOnAbort(c);
+      gaveUp = 1;
+    }
+  }
+  __syncthreads();
+  return gaveUp == 0;
+}
+#if defined(JMSCCLPP_T)
+// reduce by a chain (more than two ranks): from rank 0 to rank N - 1, each rank adds its data to what
+// the previous one stored into its slot and stores the sum into the next one's slot; the last stores
+// the sum into the root's receive buffer. Rank order, as every reduction of the engine, so a chain
+// holds its partial sums in the type itself only where that changes no bit of the result
+// (chainReduces); and only where the root is the first or the last rank, whose links then carry the
+// data once each way (a root in between would take the partial sums and the result both).
+constexpr bool kChainable = Op != jmscclpp::ReduceOpAvg &&
+                            (E::kind == jmscclpp::ElemKindInteger || W >= 4 || Op == jmscclpp::ReduceOpMin ||
+                             Op == jmscclpp::ReduceOpMax);
+
+__forceinline__ __device__ bool chainReduces(const Call& call) {
+  return kChainable && N > 2 && call.kind == kReduce && (call.root == 0 || call.root == N - 1);
+}
+
+__device__ void chainReduce(const Comm* c, const Call& call, char* const* dst) {
+  const int rank = c->rank;
+  const int pos = rank;
+  const int prev = rank - 1;
+  const int next = rank + 1;
+  u64 rounds, chunk;
+  chainRounds(call.count * W, (c->stagedBytes / (static_cast<u64>(gridDim.x) * kChainDepth)) & ~15ull, rounds, chunk);
+  const u64 perChunk = chunk / W;
+  for (u64 k = 0; k < rounds; k++) {
+    const u64 at = (k * gridDim.x + blockIdx.x) * perChunk;
+    const u64 m = at >= call.count ? 0 : (call.count - at < perChunk ? call.count - at : perChunk);
+    const u64 slot = (static_cast<u64>(blockIdx.x) * kChainDepth + k % kChainDepth) * chunk;
+    if (pos > 0 && !chainWait(c, prev)) {
+      return;
+    }
+    if (pos < N - 1 && k >= kChainDepth && !chainWait(c, next)) {
+      return;
+    }
+    if (m > 0) {
+      char* to[1] = {pos == N - 1 ? dst[call.root] + at * W : c->peerScratch[peerIndex(next, rank)] + c->offIn + slot};
+      if (pos == 0) {
+        multiCopy(to, 1, call.send + at * W, m * W, threadIdx.x, blockDim.x);
+      } else {
+        const char* srcs[2] = {c->scratch + c->offIn + slot, call.send + at * W};  // the earlier ranks' first
+        reduceRange<2>(srcs, to, 1, 0, m, threadIdx.x, blockDim.x, N);
+      }
+    }
+    if (pos > 0 && k + kChainDepth < rounds) {
+      chainSignal(c, prev);
+    }
+    if (pos < N - 1) {
+      chainSignal(c, next);
+    }
+  }
+}
+#else
+// broadcast by a chain: from the root round the ranks, each stores each chunk into the next one's
+// receive buffer (the root from its send buffer, the others from their own receive buffer once the
+// previous one's signal came); the last one only takes the signals.
+__device__ void chainBroadcast(const Comm* c, const Call& call, char* const* dst, u64 bytes) {
+  const int rank = c->rank;
+  const int pos = (rank - call.root + N) % N;  // the root first
+  const int prev = (rank - 1 + N) % N;
+  const int next = (rank + 1) % N;
+  u64 rounds, chunk;
+  chainRounds(bytes, ~0ull & ~15ull, rounds, chunk);
+  for (u64 k = 0; k < rounds; k++) {
+    const u64 at = (k * gridDim.x + blockIdx.x) * chunk;
+    const u64 n = at >= bytes ? 0 : (bytes - at < chunk ? bytes - at : chunk);
+    if (pos > 0 && !chainWait(c, prev)) {
+      return;
+    }
+    if (pos < N - 1) {
+      if (n > 0) {
+        char* to[2] = {dst[next] + at, call.recv + at};
+        multiCopy(to, pos == 0 && !call.inPlace ? 2 : 1, (pos == 0 ? call.send : call.recv) + at, n, threadIdx.x,
+                  blockDim.x);
+      }
+      chainSignal(c, next);
+    }
+  }
+}
+#endif
+
 __device__ void directRun(const Comm* c, const Call& call, u64 run) {
   const int rank = c->rank;
   const u32 flag = static_cast<u32>(run % kFlagPeriod) + 1;
@@ -885,6 +1107,22 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
     return;
   }
   const u64 bytes = call.count * call.elementBytes;
+#if defined(JMSCCLPP_T)
+  // a reduce the chain cannot take (chainReduces) on more than two ranks runs rs
+  if (call.algo == 2 && !call.staged && (call.kind == kAllReduce || N == 2 || chainReduces(call))) {
+    if (chainReduces(call)) {
+      chainReduce(c, call, dst);
+    } else {
+      pushReduce(c, call, dst);
+    }
+#else
+  if (call.algo == 2 && !call.staged) {
+    chainBroadcast(c, call, dst, bytes);
+#endif
+    blockBarrier(c);
+    finishRun(c, run);
+    return;
+  }
   switch (call.kind) {
 #if defined(JMSCCLPP_T)
     case kAllReduce: {

@@ -20,7 +20,9 @@ class CollectiveKernelsCompileTest {
             "2, move",
             "8, move",
             "2, 7 0",      // float32 sum
-            "8, 9 2"})     // bfloat16 max
+            "8, 9 2",      // bfloat16 max
+            "4, 9 4",      // bfloat16 avg (no chain for reduce)
+            "3, 6 0"})     // float16 sum (no chain for reduce)
     void compiles(int ranks, String module, @TempDir Path dir) throws IOException, InterruptedException {
         StringBuilder defines = new StringBuilder();
         defines.append("#define JMSCCLPP_NRANKS ").append(ranks).append('\n');

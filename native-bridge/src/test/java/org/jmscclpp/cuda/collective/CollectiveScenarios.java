@@ -33,7 +33,8 @@ import org.jmscclpp.testkit.CollectiveReference;
  *   <li>{@code coll-matrix}: reducing kinds over many (type, op) pairs, moving kinds over four
  *       widths, counts {0, 1, 7, n − 1, 1000003}, offsets 0 and 13 bytes, in and out of place,
  *       each with ll16 (where it fits), the direct algorithm on registered buffers and on staged
- *       ones; then every kind at 256 MiB, registered and staged; and sends and receives in a ring;</li>
+ *       ones, and push where a kind has it; then every kind at 256 MiB, registered (push too) and
+ *       staged; and sends and receives in a ring;</li>
  *   <li>{@code coll-external}: buffers wrapped from raw device pointers ({@link CudaBackend#wrap})
  *       and a stream wrapped from a raw handle ({@link CudaBackend#wrapStream}) with the stream form;</li>
  *   <li>{@code coll-graph}: 8 allreduces (ll16 and rsag) of the stream form captured in a CUDA graph,
@@ -170,6 +171,11 @@ final class CollectiveScenarios {
                 }
                 GpuRankMain.say(String.format("256 MiB %s float: %.0f ms with checks, in place %.0f ms",
                         kind.label(), (t1 - t0) / 1e6, (System.nanoTime() - t1) / 1e6));
+                if (pushes(kind)) {
+                    // several rounds of chunks a block, both parities of the slots reused
+                    check(comm, kind, DataType.FLOAT32, op, count, 0, false, "push", sendRoot, recvRoot, failures);
+                    check(comm, kind, DataType.FLOAT32, op, count, 0, true, "push", sendRoot, recvRoot, failures);
+                }
             }
             // staged 256 MiB pieces need a larger unregistered buffer: reuse the registered ones after deregistering
             comm.deregister(sendRoot).block(LIMIT);
@@ -216,9 +222,18 @@ final class CollectiveScenarios {
                     }
                     check(comm, kind, type, op, count, offset, inPlace, direct, sendRoot, recvRoot, failures);
                     check(comm, kind, type, op, count, offset, inPlace, direct, sendStaged, recvStaged, failures);
+                    if (pushes(kind)) {
+                        check(comm, kind, type, op, count, offset, inPlace, "push", sendRoot, recvRoot, failures);
+                        check(comm, kind, type, op, count, offset, inPlace, "push", sendStaged, recvStaged, failures);
+                    }
                 }
             }
         }
+    }
+
+    /** Kinds with a push algorithm (stores only, in rounds; staged calls fall back to the direct one). */
+    private static boolean pushes(CollectiveKind kind) {
+        return kind == CollectiveKind.ALL_REDUCE || kind == CollectiveKind.REDUCE || kind == CollectiveKind.BROADCAST;
     }
 
     /**
@@ -229,14 +244,15 @@ final class CollectiveScenarios {
                        boolean inPlace, String algorithm, DeviceBuffer sendRoot, DeviceBuffer recvRoot,
                        List<String> failures) {
         int w = type.bytes();
-        int root = n - 1;
+        int root = (int) (calls % n);  // every rank in turn (the same on every rank: each runs the same calls)
         boolean ring = kind == CollectiveKind.SEND;
         long sendElements = ring ? count : kind.sendElements(count, n);
         long recvElements = ring ? count : kind.recvElements(count, n);
         long region = inPlace ? Math.max(sendElements, recvElements) * w : recvElements * w;
         long seed = 1000L * type.code() + count + offset + (inPlace ? 7 : 0);
         String what = kind.label() + " " + type + (op == null ? "" : " " + op) + " count " + count + " offset " + offset
-                + (inPlace ? " in place" : "") + (algorithm == null ? "" : " " + algorithm) + " on "
+                + (inPlace ? " in place" : "") + (kind.rooted() ? " root " + root : "")
+                + (algorithm == null ? "" : " " + algorithm) + " on "
                 + (comm.isRegistered(sendRoot) ? "registered" : "staged") + " buffers";
         calls++;
         try (Arena local = Arena.ofConfined()) {
