@@ -391,18 +391,25 @@ __device__ void finishRun(const Comm* c, u64 run) {
   }
 }
 
-// The end of a direct kernel: this block's accesses are done (all threads passed the
-// __syncthreads), thread i signals block blockIdx.x of peer i and waits for its signal.
-__device__ void blockBarrier(const Comm* c) {
+// The end of a direct kernel (and a push kernel's round): this block's accesses are done (all threads
+// passed the __syncthreads), thread i signals block blockIdx.x of peer i and waits for its signal.
+// False when a wait gave up (the job was aborted or the deadline passed).
+__device__ bool blockBarrier(const Comm* c) {
+  __shared__ int gaveUp;
+  if (threadIdx.x == 0) {
+    gaveUp = 0;
+  }
   __syncthreads();
   if (threadIdx.x < N - 1) {
     MemoryDevice2DeviceSemaphoreDeviceHandle s = c->sems[blockIdx.x * (N - 1) + threadIdx.x];
     s.signal();
     if (!s.wait(abortFlag(c), JMSCCLPP_DEVICE_TIMEOUT_NS)) {
       stopOnAbort(c);
+      gaveUp = 1;
     }
   }
   __syncthreads();
+  return gaveUp == 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -861,10 +868,10 @@ __device__ void broadcastFromRoot(const Comm* c, const Call& call, char* const* 
 // push (Call::algo 2, on registered buffers only): every byte crosses NVLink as a store, never as a
 // read (on 4 x H200 the algorithms that read their peers' buffers ran their links at 290-325 GB/s
 // against 345-350 for the ones that only store). The data goes in rounds of chunks, block b taking
-// chunk k * gridDim.x + b of each part in round k; after each round's stores, thread i of block b
-// signals block b of peer i and waits for its signal (the per-block semaphores of the end barrier:
-// every rank signals every peer once a round, so the counts stay in step), which is both "your
-// chunks are here" and "I am done with what you sent me the round before last".
+// chunk k * gridDim.x + b of each part in round k. allReduce's rounds end at blockBarrier (every rank
+// signals every peer once a round, so the counts stay in step for the end barrier), which is both
+// "your chunks are here" and "I am done with what you sent me the round before last"; the chains
+// below signal only their neighbours.
 
 // The rounds and chunk bytes of parts of at most `partBytes`, where a chunk may be `maxChunk` bytes
 // at most: chunks of about equal size (whole 16-byte vectors), every block the same number of rounds.
@@ -872,26 +879,6 @@ __device__ void pushRounds(u64 partBytes, u64 maxChunk, u64& rounds, u64& chunk)
   const u64 blocks = gridDim.x;
   rounds = partBytes == 0 ? 0 : (partBytes + blocks * maxChunk - 1) / (blocks * maxChunk);
   chunk = rounds == 0 ? 16 : ((partBytes + blocks * rounds - 1) / (blocks * rounds) + 15) & ~15ull;
-}
-
-// One round's handshake of this block with the same block of every peer: signal (after every store
-// of the block), then wait. False when a wait gave up (the job was aborted or the deadline passed).
-__device__ bool pushHandshake(const Comm* c) {
-  __shared__ int gaveUp;
-  if (threadIdx.x == 0) {
-    gaveUp = 0;
-  }
-  __syncthreads();
-  if (threadIdx.x < N - 1) {
-    MemoryDevice2DeviceSemaphoreDeviceHandle s = c->sems[blockIdx.x * (N - 1) + threadIdx.x];
-    s.signal();
-    if (!s.wait(abortFlag(c), JMSCCLPP_DEVICE_TIMEOUT_NS)) {
-      stopOnAbort(c);
-      gaveUp = 1;
-    }
-  }
-  __syncthreads();
-  return gaveUp == 0;
 }
 
 #if defined(JMSCCLPP_T)
@@ -930,7 +917,7 @@ __device__ void pushReduce(const Comm* c, const Call& call, char* const* dst) {
         multiCopy(to, 1, call.send + (b + at) * W, n, threadIdx.x, blockDim.x);
       }
     }
-    if (!pushHandshake(c)) {
+    if (!blockBarrier(c)) {
       return;
     }
     u64 b, e;
