@@ -72,8 +72,9 @@ import reactor.core.publisher.MonoSink;
  * buffers are read and written in place; otherwise the data is staged through the scratch's IN and
  * OUT areas, in pieces of {@link #STAGED_BYTES} (copies on the stream before and after each piece).
  * A send stores into a registered receive buffer; otherwise the receiver copies (see the kernel
- * file's point-to-point section). The committed tuning table ({@value #TUNING})
- * chooses between them.
+ * file's point-to-point section). For large allReduce, reduce and broadcast calls on registered
+ * buffers, {@code push} crosses NVLink with stores only, in rounds of chunks (the kernel file's push
+ * section). The committed tuning table ({@value #TUNING}) chooses between them.
  *
  * <h2>Errors</h2>
  * Ranks whose calls differ stop in the kernels (see the kernel file) and this rank's completion
