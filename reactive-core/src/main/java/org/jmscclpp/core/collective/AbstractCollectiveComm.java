@@ -115,6 +115,8 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     /** Serialises register and deregister, which are collective and blocking on a virtual thread. */
     private final ReentrantLock registering = new ReentrantLock();
+    /** Whether the register or deregister step running now has begun its exchange with the peers. Guarded by registering. */
+    private boolean exchanged;
     /** Registrations by index; null where deregistered. Guarded by lock. */
     private final List<@Nullable Registration> registrations = new ArrayList<>();
     /** Counts and times the calls; null with metrics off. */
@@ -753,7 +755,16 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         return Mono.<Void>fromRunnable(() -> {
             registering.lock();
             try {
+                exchanged = false;
                 step.run();
+            } catch (RuntimeException e) {
+                // once this rank's message may have gone out, a failed step leaves the peers' registration exchanges
+                // out of step with this rank's (a later register would pair another rank's stale message with this
+                // one's buffer, and calls would read the wrong memory): the communicator is broken, as after a call
+                if (exchanged) {
+                    breakWith(typed(e, phase));
+                }
+                throw e;
             } finally {
                 registering.unlock();
             }
@@ -934,6 +945,7 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
 
     /** Sends {@code message} to every peer and returns every peer's, each exchange bounded by the deadline. */
     private Map<Integer, byte[]> exchange(byte[] message, String phase) {
+        exchanged = true;
         Bootstrap bootstrap = communicator.bootstrap();
         int tag = REGISTRATION_TAGS | options.tag();
         List<Mono<Void>> sends = new ArrayList<>();
