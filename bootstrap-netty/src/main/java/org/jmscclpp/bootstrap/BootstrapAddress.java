@@ -215,6 +215,12 @@ final class BootstrapAddress {
             throw invalid(text, "has '[" + inside + "]', which is not an IPv6 address");
         }
         if (scope == null) {
+            if (parsed instanceof Inet6Address && parsed.isLinkLocalAddress()) {
+                // the kernel refuses to bind or connect an unscoped link-local address (EINVAL): say so here, on
+                // every rank, rather than as rank 0's SYSTEM_ERROR and the others' TIMEOUT at the deadline
+                throw invalid(text, "is a link-local IPv6 address without a scope: name the interface that reaches "
+                        + "it, as in [" + literal + "%eth0]:port");
+            }
             return parsed;
         }
         if (!(parsed instanceof Inet6Address)) {

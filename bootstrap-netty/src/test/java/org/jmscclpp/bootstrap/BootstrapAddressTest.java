@@ -240,6 +240,14 @@ class BootstrapAddressTest {
         assertInvalid(text, NO_DNS, null);
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"[fe80::1]:5000", "eth0:[fe80::1]:5000", "[FE80::a:b]:80", "[febf::1]:80"})
+    void linkLocalWithoutScopeIsRefused(String text) {
+        assertInvalid(text, NO_DNS, null);
+        JmscclppException e = assertThrows(JmscclppException.class, () -> literal(text));
+        assertTrue(e.detail().contains("link-local") && e.detail().contains("scope"), e.detail());
+    }
+
     @Test
     void portRangeIsInTheMessage() {
         JmscclppException e = assertThrows(JmscclppException.class, () -> literal("10.0.0.1:65536"));
