@@ -140,6 +140,13 @@ public final class TcpBootstrap implements Bootstrap {
         this.options = options;
     }
 
+    /**
+     * The most ranks of a job (2^20): beyond any job this library serves, and far below what the
+     * per-peer tables of a bootstrap could hold (a world size of 2^31 - 1 from a garbled launcher
+     * variable exhausted the heap instead of failing).
+     */
+    public static final int MAX_RANKS = 1 << 20;
+
     /** A bootstrap for {@code rank} of {@code nRanks}, with options from the environment; not yet connected. */
     public static TcpBootstrap create(int rank, int nRanks) {
         return create(rank, nRanks, BootstrapOptions.fromEnvironment());
@@ -151,6 +158,10 @@ public final class TcpBootstrap implements Bootstrap {
         if (nRanks <= 0 || rank < 0 || rank >= nRanks) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE,
                     "rank " + rank + " of " + nRanks + " ranks: need 0 <= rank < nRanks").rank(rank).phase("create").build();
+        }
+        if (nRanks > MAX_RANKS) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a job of " + nRanks + " ranks: at most "
+                    + MAX_RANKS + " (TcpBootstrap.MAX_RANKS)").rank(rank).phase("create").build();
         }
         return new TcpBootstrap(rank, nRanks, options);
     }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -115,6 +116,18 @@ class BadInputTest {
         List<JmscclppException> rootProblems() {
             return await(problems, "the root's problem list");
         }
+    }
+
+    @Test
+    void aWorldSizeBeyondTheLimitIsInvalidUsageNotAnExhaustedHeap() {
+        for (int size : new int[] {TcpBootstrap.MAX_RANKS + 1, Integer.MAX_VALUE}) {
+            JmscclppException e = assertThrows(JmscclppException.class,
+                    () -> TcpBootstrap.create(1, size, OPTIONS));
+            assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("at most " + TcpBootstrap.MAX_RANKS), e.getMessage());
+        }
+        // the limit itself is a job size (nothing is allocated before init)
+        bootstrap(1, TcpBootstrap.MAX_RANKS, OPTIONS);
     }
 
     private TcpBootstrap bootstrap(int rank, int size, BootstrapOptions options) {
