@@ -1001,8 +1001,7 @@ __forceinline__ __device__ bool chainReduces(const Call& call) {
 }
 
 __device__ void chainReduce(const Comm* c, const Call& call, char* const* dst) {
-  const int rank = c->rank;
-  const int pos = rank;
+  const int rank = c->rank;  // the chain's position too
   const int prev = rank - 1;
   const int next = rank + 1;
   u64 rounds, chunk;
@@ -1012,25 +1011,25 @@ __device__ void chainReduce(const Comm* c, const Call& call, char* const* dst) {
     const u64 at = (k * gridDim.x + blockIdx.x) * perChunk;
     const u64 m = at >= call.count ? 0 : (call.count - at < perChunk ? call.count - at : perChunk);
     const u64 slot = (static_cast<u64>(blockIdx.x) * kChainDepth + k % kChainDepth) * chunk;
-    if (pos > 0 && !chainWait(c, prev)) {
+    if (rank > 0 && !chainWait(c, prev)) {
       return;
     }
-    if (pos < N - 1 && k >= kChainDepth && !chainWait(c, next)) {
+    if (rank < N - 1 && k >= kChainDepth && !chainWait(c, next)) {
       return;
     }
     if (m > 0) {
-      char* to[1] = {pos == N - 1 ? dst[call.root] + at * W : c->peerScratch[peerIndex(next, rank)] + c->offIn + slot};
-      if (pos == 0) {
+      char* to[1] = {rank == N - 1 ? dst[call.root] + at * W : c->peerScratch[peerIndex(next, rank)] + c->offIn + slot};
+      if (rank == 0) {
         multiCopy(to, 1, call.send + at * W, m * W, threadIdx.x, blockDim.x);
       } else {
         const char* srcs[2] = {c->scratch + c->offIn + slot, call.send + at * W};  // the earlier ranks' first
         reduceRange<2>(srcs, to, 1, 0, m, threadIdx.x, blockDim.x, N);
       }
     }
-    if (pos > 0 && k + kChainDepth < rounds) {
+    if (rank > 0 && k + kChainDepth < rounds) {
       chainSignal(c, prev);
     }
-    if (pos < N - 1) {
+    if (rank < N - 1) {
       chainSignal(c, next);
     }
   }
@@ -1045,7 +1044,7 @@ __device__ void chainBroadcast(const Comm* c, const Call& call, char* const* dst
   const int prev = (rank - 1 + N) % N;
   const int next = (rank + 1) % N;
   u64 rounds, chunk;
-  chainRounds(bytes, ~0ull & ~15ull, rounds, chunk);
+  chainRounds(bytes, ~15ull, rounds, chunk);  // no slots: chunks of any size
   for (u64 k = 0; k < rounds; k++) {
     const u64 at = (k * gridDim.x + blockIdx.x) * chunk;
     const u64 n = at >= bytes ? 0 : (bytes - at < chunk ? bytes - at : chunk);
