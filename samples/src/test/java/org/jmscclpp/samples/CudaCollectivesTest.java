@@ -22,12 +22,12 @@ class CudaCollectivesTest {
         // one host's algorithms, the default first, then the hierarchical ones for jobs across hosts (flat: small calls)
         Map<CollectiveKind, List<String>> expected = Map.of(
                 CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "push", "hier", "flat"),
-                CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "hier", "flat"),
+                CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "ce", "hier", "flat"),
                 CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier", "flat"),
-                CollectiveKind.BROADCAST, List.of("memory", "ll16", "push", "hier", "flat"),
+                CollectiveKind.BROADCAST, List.of("memory", "ll16", "push", "ce", "hier", "flat"),
                 CollectiveKind.REDUCE, List.of("rs", "ll16", "push", "hier", "flat"),
-                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "hier", "flat"),
-                CollectiveKind.SEND, List.of("direct", "hier"));
+                CollectiveKind.ALL_TO_ALL, List.of("memory", "ll16", "ce", "hier", "flat"),
+                CollectiveKind.SEND, List.of("direct", "ce", "hier"));
         for (CollectiveKind kind : CollectiveSample.KINDS) {
             List<String> names = CollectiveJob.algorithms("cuda", kind).stream().filter(a -> !a.startsWith("test-"))
                     .toList();

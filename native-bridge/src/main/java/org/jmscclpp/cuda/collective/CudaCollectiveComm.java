@@ -194,6 +194,21 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final Algorithm BROADCAST_PUSH = new Algorithm(CollectiveKind.BROADCAST, "push", 16,
             "stores only: a chain from the root round the ranks, each storing each chunk into the next one's buffer"
                     + " (staged calls run memory)");
+    static final String CE = "ce";
+    /** The most blocks of a ce kernel: its own slot's copy, beside the copy engines' traffic. */
+    private static final int CE_BLOCKS = 16;
+    private static final String BY_COPY_ENGINES = " by the GPU's copy engines, which the host's copy proxy starts at"
+            + " the kernel's request";
+    private static final String CE_SYNOPSIS = BY_COPY_ENGINES + " (staged calls run memory)";
+    static final Algorithm ALL_GATHER_CE = new Algorithm(CollectiveKind.ALL_GATHER, CE, 17,
+            "every rank's slice copied into every peer's buffer" + CE_SYNOPSIS);
+    static final Algorithm ALL_TO_ALL_CE = new Algorithm(CollectiveKind.ALL_TO_ALL, CE, 18,
+            "slot p copied into peer p's buffer" + CE_SYNOPSIS);
+    static final Algorithm BROADCAST_CE = new Algorithm(CollectiveKind.BROADCAST, CE, 19,
+            "the root's data copied into every peer's buffer" + CE_SYNOPSIS);
+    static final Algorithm SEND_CE = new Algorithm(CollectiveKind.SEND, CE, 20,
+            "the sender's data copied into a registered receive buffer" + BY_COPY_ENGINES + " (as direct otherwise)");
+    static final Algorithm RECV_CE = new Algorithm(CollectiveKind.RECV, CE, 20, SEND_CE.synopsis());
     static final Algorithm SEND_DIRECT = new Algorithm(CollectiveKind.SEND, "direct", 13,
             "the sender stores into a registered receive buffer over NVLink; otherwise the receiver copies from the"
                     + " sender's registered buffer or its staged copy");
@@ -201,10 +216,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     /** The direct algorithm of each kind first: it serves any size. */
     static final List<Algorithm> ALGORITHMS = List.of(ALL_REDUCE_RSAG, ALL_REDUCE_LL, ALL_GATHER_MEMORY, ALL_GATHER_LL,
             REDUCE_SCATTER_RS, REDUCE_SCATTER_LL, BROADCAST_MEMORY, BROADCAST_LL, REDUCE_RS, REDUCE_LL,
-            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT, ALL_REDUCE_PUSH, REDUCE_PUSH, BROADCAST_PUSH);
+            ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT, ALL_REDUCE_PUSH, REDUCE_PUSH, BROADCAST_PUSH,
+            ALL_GATHER_CE, ALL_TO_ALL_CE, BROADCAST_CE, SEND_CE, RECV_CE);
 
     // the Comm structure of the kernel file
-    private static final int COMM_BYTES = 200;
+    static final int COMM_BYTES = 216;
     /** The bit a kernel ORs into the abort word once one of its waits gave up (collectives.cu's kAbortSeen). */
     private static final long ABORT_SEEN = 1L << 8;
     /** How long the completion thread waits, after the abort word was set, for the kernels to end before it fails the call anyway. */
@@ -229,7 +245,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private static final long STATE_SEMAPHORES = STATE_REGISTRATIONS + (long) MAX_REGISTRATIONS * (MAX_RANKS - 1) * 8;
     private static final long STATE_COMM = STATE_SEMAPHORES
             + (long) MAX_BLOCKS * (MAX_RANKS - 1) * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES;
-    private static final long STATE_BYTES = STATE_COMM + COMM_BYTES;
+    /** Copy requests posted so far (collectives.cu's Comm::ceHead). */
+    private static final long STATE_CE_HEAD = STATE_COMM + COMM_BYTES;
+    private static final long STATE_BYTES = STATE_CE_HEAD + 8;
     private static final int ERROR_WORDS = 11;
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -240,6 +258,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         static final long DESC = 0;
         static final long P2P_DESC = DESC + 2L * MAX_RANKS * 64;
         static final long P2P_REPLY = P2P_DESC + 2L * MAX_RANKS * 80;
+        /**
+         * The copy-engine words (collectives.cu's kCeWords): [MAX_RANKS] in, by sender, [MAX_RANKS] out,
+         * then [MAX_RANKS] sends', by receiver.
+         */
+        static final long CE_WORDS = P2P_REPLY + 2L * MAX_RANKS * 80;
         static final long LL = 4096;
 
         long in() {
@@ -272,6 +295,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final DeviceBuffer errorRecord;
     private final DeviceBuffer doneWords;
     private final DeviceAbortFlag abortFlag;
+    private final CopyProxy copyProxy;
     /** The most blocks of a direct kernel ({@link #directBlocksSetting}), agreed at set-up. */
     private final int directBlocks;
     /** The fewest blocks of an ll16 kernel ({@link #llMinBlocksFor}): in the stream form, and where it tells the host. */
@@ -315,7 +339,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private CudaCollectiveComm(Communicator communicator, CollectiveOptions options, TuningTable tuning,
                                CudaBackend backend, Layout layout, CudaStream stream, DeviceBuffer scratch,
                                DeviceBuffer state, DeviceBuffer errorRecord, DeviceBuffer doneWords,
-                               DeviceAbortFlag abortFlag, int directBlocks, List<AutoCloseable> owned) {
+                               DeviceAbortFlag abortFlag, CopyProxy copyProxy, int directBlocks,
+                               List<AutoCloseable> owned) {
         super(communicator, options, ALGORITHMS, tuning, TOPOLOGY);
         this.backend = backend;
         this.layout = layout;
@@ -325,6 +350,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.errorRecord = errorRecord;
         this.doneWords = doneWords;
         this.abortFlag = abortFlag;
+        this.copyProxy = copyProxy;
         this.directBlocks = directBlocks;
         this.llMinBlocks = llMinBlocksFor(layout.n(), false);
         this.llMinBlocksTelling = llMinBlocksFor(layout.n(), true);
@@ -377,6 +403,14 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             DeviceBuffer doneWords = own(owned, cuda.allocateHostVisible(DONE_WORDS * 8L));
             // set by the communicator's abort signal; every wait of the kernels looks at it
             DeviceAbortFlag abortFlag = own(owned, DeviceAbortFlag.create(communicator));
+            // the copy-engine algorithms' request ring and a copy stream per peer, then their proxy
+            // (closed first: it stops and waits for its copies before they go)
+            DeviceBuffer ceRing = own(owned, CopyProxy.allocateRing(cuda));
+            CudaStream[] lanes = new CudaStream[Math.max(0, n - 1)];
+            for (int i = 0; i < lanes.length; i++) {
+                lanes[i] = own(owned, cuda.createStream("copy engine lane " + i + " of rank " + rank));
+            }
+            CopyProxy copyProxy = own(owned, new CopyProxy(rank, ceRing, lanes, abortFlag, timeout));
             stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
             stream.fillAsync(state.address(), (byte) 0, state.size());
             stream.synchronize(timeout, "zeroing the collective scratch");
@@ -440,7 +474,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     .putLong(Layout.P2P_DESC).putLong(Layout.P2P_REPLY).putLong(Layout.LL)
                     .putLong(layout.llSlotBytes()).putLong(layout.in()).putLong(layout.out())
                     .putLong(layout.stagedBytes())
-                    .putLong(abortFlag.address());
+                    .putLong(abortFlag.address()).putLong(ceRing.address()).putLong(base + STATE_CE_HEAD);
             if (c.position() != COMM_BYTES) {
                 throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "the Comm structure is " + c.position()
                         + " bytes, not " + COMM_BYTES).rank(rank).phase(phase).build();
@@ -448,7 +482,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             cuda.copyFromHost(state, STATE_COMM, MemorySegment.ofArray(c.array()));
 
             CudaCollectiveComm comm = new CudaCollectiveComm(communicator, options, tuning, cuda, layout, stream,
-                    scratch, state, errorRecord, doneWords, abortFlag, directBlocks, owned);
+                    scratch, state, errorRecord, doneWords, abortFlag, copyProxy, directBlocks, owned);
             // the kernels every job needs, compiled before anyone's first call waits on a peer's compile
             comm.kernel(null, null, "collective");
             communicator.bootstrap().barrier(timeout).timeout(timeout.plusSeconds(5)).block();
@@ -648,6 +682,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * naming the rank that failed first), or TIMEOUT for a device wait past its deadline.
      */
     private JmscclppException abortError(Pending head) {
+        JmscclppException proxy = copyProxy.failure();
+        if (proxy != null) {
+            return proxy;   // the copy proxy raised the flag: its error is this rank's cause
+        }
         JmscclppException peer = peerFailure();
         JmscclppException e = peer != null ? peer : abortFlag.failure("collective").orElseThrow();
         if (e.code() == ErrorCode.TIMEOUT) {
@@ -779,7 +817,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                     }
                     boolean ended;
                     try {
-                        ended = stream.isIdle();
+                        // the copy engines' copies too: a ce kernel that gave up leaves its copies running
+                        ended = stream.isIdle() && copyProxy.idle();
                     } catch (JmscclppException e) {
                         ended = true;
                     }
@@ -878,8 +917,14 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             // push kernels take every block at any size: each block stores at a few GB/s (its stores in
             // flight), and a chain's pipeline runs per block
             boolean push = p.algorithm().name().equals("push");
-            int blocks = push ? directBlocks : directBlocks(call.size(size));
-            int algo = push ? 2 : 1;
+            boolean ce = p.algorithm().name().equals(CE);
+            // a ce kernel copies only this rank's own slot (local memory) while the copy engines run
+            int blocks = push ? directBlocks : ce ? Math.min(CE_BLOCKS, directBlocks(call.size(size)))
+                    : directBlocks(call.size(size));
+            int algo = push ? 2 : ce ? 3 : 1;
+            if (ce) {
+                copyProxy.arm();
+            }
             launch(on, kernel, blocks, callArgs(p, send, recv, count, algo, false, p.inPlace(), done));
             return done.told() ? blocks : 0;
         }
@@ -949,6 +994,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
      * where there was none (every call is with this rank itself).
      */
     private int enqueuePointToPoint(List<Planned> calls, CudaStream on, Done done) {
+        if (calls.stream().anyMatch(p -> p.algorithm().name().equals(CE))) {
+            copyProxy.arm();
+        }
         Map<Integer, List<Planned>> sends = new LinkedHashMap<>();
         Map<Integer, List<Planned>> recvs = new LinkedHashMap<>();
         for (Planned p : calls) {

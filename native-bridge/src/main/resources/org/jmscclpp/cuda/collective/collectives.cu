@@ -47,6 +47,10 @@
 //             peer is done with this rank's buffers and has stored everything meant for it.
 //   2 push    allReduce, reduce and broadcast on registered buffers with stores only, in rounds of
 //             chunks with a handshake per round (the push section below); staged calls run direct.
+//   3 ce      allGather, allToAll and broadcast on registered buffers: the GPU's copy engines move
+//             the bytes, started by the host's copy proxy at the kernel's request (the copy engine
+//             section below); staged calls run direct. Sends of algorithm ce into a registered
+//             receive buffer too (pointToPoint).
 #include <jmscclpp/jmscclpp.cuh>
 
 using jmscclpp::Deadline;
@@ -114,8 +118,10 @@ struct Comm {
   u64 stagedBytes;                               // 184 bytes of each staged area; after OUT lie the inline
                                                  //     areas: [nRanks][2] of kP2pInlineSlot
   u64* abort;                                    // 192 pinned, host-mapped: the abort word (DeviceAbortFlag)
+  u64* ceRing;                                   // 200 pinned, host-mapped: the copy proxy's requests (ceRun)
+  u64* ceHead;                                   // 208 requests posted so far (device memory)
 };
-static_assert(sizeof(Comm) == 200, "CudaCollectiveComm.COMM_BYTES");
+static_assert(sizeof(Comm) == 216, "CudaCollectiveComm.COMM_BYTES");
 
 // How a kernel tells the host that the call it ends is over (tellHost), passed by value.
 struct Done {
@@ -132,7 +138,7 @@ struct Call {
   char* recv;        // 40 this rank's receive buffer (staged: its OUT area)
   u64 count;         // 48 elements in CollectiveKind's sense (staged: this piece's)
   int kind;          // 56
-  int algo;          // 60 0 LL, 1 direct
+  int algo;          // 60 0 LL, 1 direct, 2 push, 3 ce
   int root;          // 64
   int inPlace;       // 68 NCCL's in-place form (never when staged)
   int staged;        // 72
@@ -1063,6 +1069,116 @@ __device__ void chainBroadcast(const Comm* c, const Call& call, char* const* dst
 }
 #endif
 
+#if !defined(JMSCCLPP_T)
+// ---------------------------------------------------------------------------------------------
+// copy engine (algo 3: allGather, allToAll and broadcast on registered buffers)
+//
+// The GPU's copy engines carry more over NVLink than any kernel's stores (2 x H200, 512 MiB each way
+// at once: 391 GB/s against 364-366 for SM stores of every shape, TMA's bulk stores included;
+// docs/collectives.md, stop 42), but only the host can start them. Once the descriptors agree, thread
+// 0 of block 0 posts, for each peer it sends to, a request into the communicator's ring in pinned host
+// memory (kCeSlots slots of 8 words, the last one the slot's sequence number, written last); the host's
+// copy proxy (CudaCollectiveComm) enqueues the copy on that peer's copy stream and behind it two stream
+// writes of run + 1: into the peer's "in" word for this rank (the data is there) and into this rank's
+// "out" word for the peer (its source is read). The kernel copies its own slot meanwhile and ends once
+// every "in" word it expects and every "out" word it posted show the run: everything meant for it has
+// arrived and nothing of its buffers is still read, so no block barrier follows. The words lie in the
+// scratch (kCeWords: [kMaxRanks] in, by sender, then [kMaxRanks] out, by receiver) and only grow, as the
+// run does; a request is posted after the peer's descriptor of this run came, so the peer's stream has
+// reached this run and its buffers are free to write, as for the direct algorithms' stores. A send
+// of algorithm ce that stores into a registered receive buffer posts its copy the same way, with
+// this rank's p2p word for the receiver (after the out words) as both words and the message's
+// number as the value, and its first thread waits for it before the end's "done" goes out.
+constexpr u64 kCeWords = 3584;  // CudaCollectiveComm.Layout.CE_WORDS
+constexpr u64 kCeSlots = 64;    // CudaCollectiveComm.CE_SLOTS
+constexpr int kCeRequestWords = 8;
+
+constexpr int kCeSendAlgorithm = 20;  // CudaCollectiveComm.SEND_CE's id
+
+// which: 0 "in" (by sender), 1 "out" (by receiver), 2 a send's (by receiver)
+__forceinline__ __device__ u64* ceWord(char* scratch, int which, int rank) {
+  return reinterpret_cast<u64*>(scratch + kCeWords + (static_cast<u64>(which) * kMaxRanks + rank) * 8);
+}
+
+// Posts the copy of `bytes` from `from` (this GPU) to `to` (the memory of peer index i, mapped here)
+// on that peer's copy stream, then the writes of `value` into `in` and `out`.
+__device__ void cePost(const Comm* c, int i, char* to, const char* from, u64 bytes, u64* in, u64* out, u64 value) {
+  const u64 pos = atomicAdd(reinterpret_cast<unsigned long long*>(c->ceHead), 1ull);
+  volatile u64* r = c->ceRing + (pos % kCeSlots) * kCeRequestWords;
+  r[0] = reinterpret_cast<u64>(to);
+  r[1] = reinterpret_cast<u64>(from);
+  r[2] = bytes;
+  r[3] = reinterpret_cast<u64>(in);
+  r[4] = reinterpret_cast<u64>(out);
+  r[5] = value;
+  r[6] = static_cast<u64>(i);
+  __threadfence_system();
+  jmscclpp::storeReleaseSys(const_cast<u64*>(r + 7), pos + 1);
+}
+
+// Waits until `word` shows `value`; false when the wait gave up (the communicator is then aborted).
+__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline) {
+  while (jmscclpp::loadAcquireSys(word) < value) {
+    if (deadline.expired()) {
+      stopOnAbort(c);
+      return false;
+    }
+  }
+  return true;
+}
+
+// What this rank sends peer q (null: nothing) and where it lands; its own slot's copy in `own`.
+__device__ const char* ceSource(const Call& call, int rank, int q, u64 bytes) {
+  switch (call.kind) {
+    case kAllGather:
+      return call.send;
+    case kAllToAll:
+      return call.send + static_cast<u64>(q) * bytes;
+    case kBroadcast:
+      return rank == call.root ? call.send : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+__device__ void ceRun(const Comm* c, const Call& call, char* const* dst, u64 bytes, u64 run) {
+  const int rank = c->rank;
+  const u64 value = run + 1;
+  const u64 slot = call.kind == kBroadcast ? 0 : static_cast<u64>(rank) * bytes;  // where this rank's data lands
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    for (int s = 1; s < N; s++) {
+      const int q = (rank + s) % N;
+      const char* from = ceSource(call, rank, q, bytes);
+      if (from != nullptr) {
+        // peer q's "in" word for this rank, this rank's "out" word for q
+        cePost(c, peerIndex(q, rank), dst[q] + slot, from, bytes, ceWord(c->peerScratch[peerIndex(q, rank)], 0, rank),
+               ceWord(c->scratch, 1, q), value);
+      }
+    }
+  }
+  // this rank's own slot (in place it is there already: the copy skips)
+  const char* own = ceSource(call, rank, rank, bytes);
+  if (own != nullptr && !call.inPlace) {
+    gridCopy(call.recv + slot, own, bytes);
+  }
+  __syncthreads();
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+    for (int q = 0; q < N; q++) {
+      if (q == rank) {
+        continue;
+      }
+      const bool in = call.kind != kBroadcast || q == call.root;
+      const bool out = ceSource(call, rank, q, bytes) != nullptr;
+      if ((in && !ceAwait(c, ceWord(c->scratch, 0, q), value, deadline)) ||
+          (out && !ceAwait(c, ceWord(c->scratch, 1, q), value, deadline))) {
+        return;
+      }
+    }
+  }
+}
+#endif
+
 __device__ void directRun(const Comm* c, const Call& call, u64 run) {
   const int rank = c->rank;
   const u32 flag = static_cast<u32>(run % kFlagPeriod) + 1;
@@ -1102,6 +1218,11 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
       pushReduce(c, call, dst);
     }
 #else
+  if (call.algo == 3 && !call.staged) {
+    ceRun(c, call, dst, bytes, run);
+    finishRun(c, run);
+    return;
+  }
   if (call.algo == 2 && !call.staged) {
     chainBroadcast(c, call, dst, bytes);
 #endif
@@ -1417,6 +1538,17 @@ __device__ void p2pRun(const Comm* c, const P2pOp& op, int block) {
       if (threadIdx.x == 0 && gaveUp) {
         stopOnAbort(c);
         verdict = kVerdictAborted;
+      }
+    } else if (sender && ((op.desc[0] >> 24) & 0xFF) == kCeSendAlgorithm) {
+      // the copy engines store into the receive buffer: block 0 posts the copy and waits for it, so
+      // that the end's "done" below goes out after the data is there
+      if (block == 0 && threadIdx.x == 0) {
+        u64* word = ceWord(c->scratch, 2, op.peer);
+        cePost(c, i, remote, op.buffer, whole ? op.total : op.bytes, word, word, number);
+        Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+        if (!ceAwait(c, word, number, deadline)) {
+          verdict = kVerdictAborted;
+        }
       }
     } else {
       char* dsts[1] = {sender ? remote : op.buffer};

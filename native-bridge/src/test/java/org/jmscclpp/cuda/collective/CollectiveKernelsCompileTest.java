@@ -11,7 +11,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The collective kernels ({@code collectives.cu}) compile for the GPUs the project runs on with the
  * defines {@link CudaCollectiveComm} compiles them with: the moving module and reducing modules,
  * at the smallest and largest rank counts ({@code nvcc -arch=sm_90}, no GPU needed; skipped, with the
- * reason, where nvcc is not installed).
+ * reason, where nvcc is not installed), and agree with the host's sizes of what they share with it
+ * (the Comm structure, the copy-engine words and requests).
  */
 class CollectiveKernelsCompileTest {
 
@@ -34,7 +35,22 @@ class CollectiveKernelsCompileTest {
             defines.append("#define JMSCCLPP_T ").append(typeOp[0]).append('\n');
             defines.append("#define JMSCCLPP_OP ").append(typeOp[1]).append('\n');
         }
-        DeviceCodeChecks.assertNvccCompiles("collectives.cu", defines + CudaKernelSource.get(CudaCollectiveComm.KERNELS),
-                dir);
+        // the host's constants of the structures and areas the kernels share with it
+        StringBuilder checks = new StringBuilder("\nnamespace {\n");
+        checks.append("static_assert(sizeof(Comm) == ").append(CudaCollectiveComm.COMM_BYTES).append(", \"COMM_BYTES\");\n");
+        if (module.equals("move")) {
+            checks.append("static_assert(kCeWords == ").append(CudaCollectiveComm.Layout.CE_WORDS)
+                    .append(", \"Layout.CE_WORDS\");\n")
+                    .append("static_assert(kCeSendAlgorithm == ").append(CudaCollectiveComm.SEND_CE.id())
+                    .append(", \"SEND_CE's id\");\n")
+                    .append("static_assert(kCeWords + 3 * kMaxRanks * 8 <= ").append(CudaCollectiveComm.Layout.LL)
+                    .append(", \"the copy-engine words end before the LL area\");\n")
+                    .append("static_assert(kCeSlots == ").append(CopyProxy.SLOTS).append(", \"CopyProxy.SLOTS\");\n")
+                    .append("static_assert(kCeRequestWords * 8 == ").append(CopyProxy.REQUEST_BYTES)
+                    .append(", \"CopyProxy.REQUEST_BYTES\");\n");
+        }
+        checks.append("}\n");
+        DeviceCodeChecks.assertNvccCompiles("collectives.cu", defines + CudaKernelSource.get(CudaCollectiveComm.KERNELS)
+                + checks, dir);
     }
 }

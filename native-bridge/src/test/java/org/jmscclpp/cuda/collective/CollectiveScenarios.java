@@ -33,11 +33,12 @@ import org.jmscclpp.testkit.CollectiveReference;
  *   <li>{@code coll-matrix}: reducing kinds over many (type, op) pairs, moving kinds over four
  *       widths, counts {0, 1, 7, n − 1, 1000003}, offsets 0 and 13 bytes, in and out of place,
  *       each with ll16 (where it fits), the direct algorithm on registered buffers and on staged
- *       ones, and push where a kind has it; then every kind at 256 MiB, registered (push too) and
- *       staged; and sends and receives in a ring;</li>
+ *       ones, push and ce (the copy engines) where a kind has them; then every kind at 256 MiB,
+ *       registered (push and ce too) and staged; and sends and receives in a ring;</li>
  *   <li>{@code coll-external}: buffers wrapped from raw device pointers ({@link CudaBackend#wrap})
  *       and a stream wrapped from a raw handle ({@link CudaBackend#wrapStream}) with the stream form;</li>
- *   <li>{@code coll-graph}: 8 allreduces (ll16 and rsag) of the stream form captured in a CUDA graph,
+ *   <li>{@code coll-graph}: allreduces (ll16 and rsag) and an allgather by the copy engines (ce) of the
+ *       stream form captured in a CUDA graph,
  *       replayed 5 times on fresh inputs;</li>
  *   <li>{@code coll-group}: one group mixing a ring of sends and receives, an alltoallv by sends
  *       and receives of uneven sizes, and two collectives;</li>
@@ -176,6 +177,12 @@ final class CollectiveScenarios {
                     check(comm, kind, DataType.FLOAT32, op, count, 0, false, "push", sendRoot, recvRoot, failures);
                     check(comm, kind, DataType.FLOAT32, op, count, 0, true, "push", sendRoot, recvRoot, failures);
                 }
+                if (copiesByEngine(kind)) {
+                    check(comm, kind, DataType.FLOAT32, op, count, 0, false, "ce", sendRoot, recvRoot, failures);
+                    if (kind != CollectiveKind.SEND) {
+                        check(comm, kind, DataType.FLOAT32, op, count, 0, true, "ce", sendRoot, recvRoot, failures);
+                    }
+                }
             }
             // staged 256 MiB pieces need a larger unregistered buffer: reuse the registered ones after deregistering
             comm.deregister(sendRoot).block(LIMIT);
@@ -226,9 +233,22 @@ final class CollectiveScenarios {
                         check(comm, kind, type, op, count, offset, inPlace, "push", sendRoot, recvRoot, failures);
                         check(comm, kind, type, op, count, offset, inPlace, "push", sendStaged, recvStaged, failures);
                     }
+                    if (copiesByEngine(kind)) {
+                        check(comm, kind, type, op, count, offset, inPlace, "ce", sendRoot, recvRoot, failures);
+                        check(comm, kind, type, op, count, offset, inPlace, "ce", sendStaged, recvStaged, failures);
+                    }
                 }
             }
         }
+    }
+
+    /**
+     * Kinds with a ce algorithm (the copy engines; staged calls fall back to the direct one, sends
+     * into an unregistered buffer, or below 1 MiB, too).
+     */
+    private static boolean copiesByEngine(CollectiveKind kind) {
+        return kind == CollectiveKind.ALL_GATHER || kind == CollectiveKind.ALL_TO_ALL || kind == CollectiveKind.BROADCAST
+                || kind == CollectiveKind.SEND;
     }
 
     /** Kinds with a push algorithm (stores only, in rounds; staged calls fall back to the direct one). */
@@ -589,7 +609,9 @@ final class CollectiveScenarios {
     }
 
     /**
-     * Captures an ll16 and an rsag allreduce into a graph and replays it on fresh inputs; each graph
+     * Captures an ll16 and an rsag allreduce and a ce allgather (whose copies the copy proxy starts
+     * when the replayed kernel asks, no host call in between) into a graph and replays it on fresh
+     * inputs; each graph
      * is captured anew (its calls are in place, so a second replay would sum sums), which still
      * proves that what one call hands the next (run counters, packet flags, semaphores) lives in
      * device memory: the captures come after calls outside any graph, and after each other.
@@ -598,20 +620,29 @@ final class CollectiveScenarios {
         long count = 1 << 20;
         DeviceBuffer small = backend.allocate(4096 * 4);
         DeviceBuffer big = backend.allocate(count * 4);
+        long slice = count / n;
+        DeviceBuffer gatherIn = backend.allocate(slice * 4);
+        DeviceBuffer gathered = backend.allocate(slice * 4 * n);
         CudaStream stream = backend.createStream("graph capture");
         try {
             comm.register(big).block(LIMIT);
+            comm.register(gatherIn).block(LIMIT);
+            comm.register(gathered).block(LIMIT);
             MemorySegment[] smallIn = new MemorySegment[n];
             MemorySegment[] bigIn = new MemorySegment[n];
+            MemorySegment[] gatherInputs = new MemorySegment[n];
             for (int replay = 0; replay < 5; replay++) {
                 for (int q = 0; q < n; q++) {
                     smallIn[q] = arena.allocate(4096 * 4, 8);
                     bigIn[q] = arena.allocate(count * 4, 8);
                     CollectiveReference.fill(DataType.FLOAT32, 100 + replay, q, 0, 4096, smallIn[q], 0);
                     CollectiveReference.fill(DataType.FLOAT32, 200 + replay, q, 0, count, bigIn[q], 0);
+                    gatherInputs[q] = arena.allocate(slice * 4, 8);
+                    CollectiveReference.fill(DataType.FLOAT32, 300 + replay, q, 0, slice, gatherInputs[q], 0);
                 }
                 backend.copyFromHost(small, 0, smallIn[rank]);
                 backend.copyFromHost(big, 0, bigIn[rank]);
+                backend.copyFromHost(gatherIn, 0, gatherInputs[rank]);
                 r.bootstrap.barrier(LIMIT).block(LIMIT);
                 if (replay == 0) {
                     // one call of each outside the graph first: the kernels are compiled before the capture
@@ -622,6 +653,7 @@ final class CollectiveScenarios {
                             ReduceOp.SUM);
                     comm.on(stream, CallOptions.algorithm("rsag")).allReduce(big, big, count, DataType.FLOAT32,
                             ReduceOp.SUM);
+                    comm.on(stream, CallOptions.algorithm("ce")).allGather(gatherIn, gathered, slice, DataType.FLOAT32);
                 })) {
                     // each replay runs the captured calls on the buffers' current contents
                     g.launch(stream);
@@ -638,11 +670,22 @@ final class CollectiveScenarios {
                 if (why != null || whyBig != null) {
                     throw new AssertionError("graph replay " + replay + ": " + why + " / " + whyBig);
                 }
-                calls += 2;
+                MemorySegment all = arena.allocate(slice * 4 * n, 8);
+                backend.copyToHost(all, gathered, 0);
+                for (int q = 0; q < n; q++) {
+                    long at = all.asSlice(q * slice * 4, slice * 4).mismatch(gatherInputs[q]);
+                    if (at >= 0) {
+                        throw new AssertionError("graph replay " + replay + ": the ce allgather's slot of rank " + q
+                                + " differs at byte " + at);
+                    }
+                }
+                calls += 3;
                 r.bootstrap.barrier(LIMIT).block(LIMIT);
             }
         } finally {
             stream.close();
+            gathered.close();
+            gatherIn.close();
             big.close();
             small.close();
         }

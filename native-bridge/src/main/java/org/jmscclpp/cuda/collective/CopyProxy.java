@@ -1,0 +1,189 @@
+package org.jmscclpp.cuda.collective;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+
+import org.jmscclpp.core.ErrorCode;
+import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.DeviceBuffer;
+import org.jmscclpp.cuda.CudaBackend;
+import org.jmscclpp.cuda.CudaStream;
+import org.jmscclpp.cuda.kernel.DeviceAbortFlag;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The host half of the copy-engine algorithms ({@code ce}; collectives.cu, "copy engine"): a kernel
+ * cannot start the GPU's copy engines, so once a call's descriptors agree its first thread posts a
+ * request per peer into a ring of pinned host memory, and this proxy's thread turns each into a
+ * copy on that peer's copy stream followed by two stream writes (the peer's "in" word, this rank's
+ * "out" word), which the kernels wait for. The kernel computes every address (its peers' buffers
+ * as mapped here, located through their descriptors); the proxy only checks that a request's lane
+ * is one of its streams.
+ *
+ * <p>The thread starts with the first copy-engine call and then polls the ring: it spins while
+ * requests come (10 ms after the last one: calls of a GiB take milliseconds, and a request found
+ * late delays the whole call), then parks for growing intervals up to 50 µs, and up to a
+ * millisecond after 100 ms without a request. A call issued here wakes it; a CUDA
+ * graph's replay does not go through the host, so its first call after a long pause may wait up
+ * to that millisecond (calls of this algorithm run at tens of MiB and up).
+ *
+ * <p>A copy or stream write the driver refuses fails the communicator: the proxy records the
+ * error ({@link #failure()}) and raises the abort flag, so that the kernels waiting for its words
+ * give up, and the completion thread fails their calls with it.
+ */
+final class CopyProxy implements AutoCloseable {
+    /** Request slots of the ring (collectives.cu's kCeSlots). */
+    static final int SLOTS = 64;
+    /** Bytes of a request: dst, src, bytes, in word, out word, value, lane, sequence (kCeRequestWords). */
+    static final int REQUEST_BYTES = 64;
+
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+    private static final long SPIN_NS = 10_000_000;
+    private static final long IDLE_NS = 100_000_000;
+
+    private final int rank;
+    private final DeviceBuffer ring;
+    private final CudaStream[] lanes;
+    private final DeviceAbortFlag abortFlag;
+    private final Duration timeout;
+    private final Object starting = new Object();
+    private volatile boolean closed;
+    private volatile @Nullable Thread thread;
+    private volatile @Nullable JmscclppException failure;
+
+    /**
+     * A proxy for {@code rank} over {@code ring} (pinned host memory of {@link #SLOTS} requests,
+     * zeroed) with a copy stream per peer; it owns neither.
+     */
+    CopyProxy(int rank, DeviceBuffer ring, CudaStream[] lanes, DeviceAbortFlag abortFlag, Duration timeout) {
+        if (ring.size() < (long) SLOTS * REQUEST_BYTES) {
+            throw new IllegalArgumentException("a ring of " + ring.size() + " bytes");
+        }
+        this.rank = rank;
+        this.ring = ring;
+        this.lanes = lanes.clone();
+        this.abortFlag = abortFlag;
+        this.timeout = timeout;
+    }
+
+    /** Allocates a ring for {@link #CopyProxy} on {@code cuda}. */
+    static DeviceBuffer allocateRing(CudaBackend cuda) {
+        return cuda.allocateHostVisible((long) SLOTS * REQUEST_BYTES);
+    }
+
+    /** The error that stopped the proxy, or null while it serves. */
+    @Nullable JmscclppException failure() {
+        return failure;
+    }
+
+    /** Before a copy-engine call is enqueued: starts the thread the first time, else wakes it. */
+    void arm() {
+        Thread t = thread;
+        if (t == null) {
+            synchronized (starting) {
+                if (thread == null && !closed) {
+                    thread = Thread.ofVirtual().name("jmscclpp-copy-proxy-r" + rank).start(this::serve);
+                }
+            }
+        } else {
+            LockSupport.unpark(t);
+        }
+    }
+
+    private void serve() {
+        MemorySegment r = ring.hostSegment();
+        long next = 0;
+        long last = System.nanoTime();
+        long park = 1_000;
+        while (!closed) {
+            long at = (next % SLOTS) * REQUEST_BYTES;
+            long seq = (long) WORD.getAcquire(r, at + 56);
+            if (seq == next + 1) {
+                try {
+                    handle(r, at, next);
+                } catch (JmscclppException e) {
+                    fail(e);
+                    return;
+                }
+                next++;
+                last = System.nanoTime();
+                park = 1_000;
+                continue;
+            }
+            if (seq > next + 1) {
+                fail(JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "copy request " + next + " was overwritten"
+                        + " by request " + (seq - 1) + " before the proxy read it").rank(rank).phase("copy proxy")
+                        .build());
+                return;
+            }
+            long idle = System.nanoTime() - last;
+            if (idle < SPIN_NS) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(park);
+                park = Math.min(park * 2, idle < IDLE_NS ? 50_000 : 1_000_000);
+            }
+        }
+    }
+
+    private void handle(MemorySegment r, long at, long number) {
+        long dst = r.get(LONG, at);
+        long src = r.get(LONG, at + 8);
+        long bytes = r.get(LONG, at + 16);
+        long in = r.get(LONG, at + 24);
+        long out = r.get(LONG, at + 32);
+        long value = r.get(LONG, at + 40);
+        long lane = r.get(LONG, at + 48);
+        if (lane < 0 || lane >= lanes.length || bytes < 0) {
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "copy request " + number + " names lane " + lane
+                    + " of " + lanes.length + ", " + bytes + " bytes").rank(rank).phase("copy proxy").build();
+        }
+        CudaStream s = lanes[(int) lane];
+        s.copyAsync(dst, src, bytes);
+        s.writeValueAsync(in, value);
+        s.writeValueAsync(out, value);
+    }
+
+    private void fail(JmscclppException e) {
+        failure = e;
+        abortFlag.raise();
+    }
+
+    /** Whether every copy and stream write it enqueued is done. */
+    boolean idle() {
+        for (CudaStream s : lanes) {
+            if (!s.isIdle()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Stops the thread and waits for the copies it enqueued (the deadline of the communicator's close). */
+    @Override
+    public void close() {
+        closed = true;
+        Thread t = thread;
+        if (t != null) {
+            LockSupport.unpark(t);
+            try {
+                if (!t.join(timeout)) {
+                    throw JmscclppException.builder(ErrorCode.TIMEOUT, "the copy proxy did not stop within "
+                            + timeout).rank(rank).phase("close").build();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw JmscclppException.builder(ErrorCode.ABORTED, "interrupted while the copy proxy stopped")
+                        .rank(rank).phase("close").cause(e).build();
+            }
+        }
+        for (CudaStream s : lanes) {
+            s.synchronize(timeout, "the copy proxy's copies");
+        }
+    }
+}
