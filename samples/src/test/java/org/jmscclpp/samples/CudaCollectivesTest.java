@@ -21,7 +21,7 @@ class CudaCollectivesTest {
     void everyKindHasTheCudaEnginesAlgorithmsTheDirectOneFirst() {
         // one host's algorithms, the default first, then the hierarchical ones for jobs across hosts (flat: small calls)
         Map<CollectiveKind, List<String>> expected = Map.of(
-                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "push", "hier", "flat"),
+                CollectiveKind.ALL_REDUCE, List.of("rsag", "ll16", "push", "ce", "hier", "flat"),
                 CollectiveKind.ALL_GATHER, List.of("memory", "ll16", "ce", "hier", "flat"),
                 CollectiveKind.REDUCE_SCATTER, List.of("rs", "ll16", "hier", "flat"),
                 CollectiveKind.BROADCAST, List.of("memory", "ll16", "push", "ce", "hier", "flat"),

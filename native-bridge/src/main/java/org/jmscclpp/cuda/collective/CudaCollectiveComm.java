@@ -200,6 +200,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private static final String BY_COPY_ENGINES = " by the GPU's copy engines, which the host's copy proxy starts at"
             + " the kernel's request";
     private static final String CE_SYNOPSIS = BY_COPY_ENGINES + " (staged calls run memory)";
+    static final Algorithm ALL_REDUCE_CE = new Algorithm(CollectiveKind.ALL_REDUCE, CE, 21,
+            "two ranks: each rank's copy of the share the other reduces, in chunks into its scratch, and the reduced"
+                    + " chunks into the other's buffer" + BY_COPY_ENGINES + "; each rank reduces its share as chunks"
+                    + " arrive (more ranks, and staged calls, run rsag)");
     static final Algorithm ALL_GATHER_CE = new Algorithm(CollectiveKind.ALL_GATHER, CE, 17,
             "every rank's slice copied into every peer's buffer" + CE_SYNOPSIS);
     static final Algorithm ALL_TO_ALL_CE = new Algorithm(CollectiveKind.ALL_TO_ALL, CE, 18,
@@ -217,7 +221,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static final List<Algorithm> ALGORITHMS = List.of(ALL_REDUCE_RSAG, ALL_REDUCE_LL, ALL_GATHER_MEMORY, ALL_GATHER_LL,
             REDUCE_SCATTER_RS, REDUCE_SCATTER_LL, BROADCAST_MEMORY, BROADCAST_LL, REDUCE_RS, REDUCE_LL,
             ALL_TO_ALL_MEMORY, ALL_TO_ALL_LL, SEND_DIRECT, RECV_DIRECT, ALL_REDUCE_PUSH, REDUCE_PUSH, BROADCAST_PUSH,
-            ALL_GATHER_CE, ALL_TO_ALL_CE, BROADCAST_CE, SEND_CE, RECV_CE);
+            ALL_GATHER_CE, ALL_TO_ALL_CE, BROADCAST_CE, SEND_CE, RECV_CE, ALL_REDUCE_CE);
 
     // the Comm structure of the kernel file
     static final int COMM_BYTES = 216;
@@ -245,9 +249,9 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private static final long STATE_SEMAPHORES = STATE_REGISTRATIONS + (long) MAX_REGISTRATIONS * (MAX_RANKS - 1) * 8;
     private static final long STATE_COMM = STATE_SEMAPHORES
             + (long) MAX_BLOCKS * (MAX_RANKS - 1) * MemoryDevice2DeviceSemaphore.DEVICE_HANDLE_BYTES;
-    /** Copy requests posted so far (collectives.cu's Comm::ceHead). */
+    /** Copy requests posted so far, then each block's progress in a ce allReduce (collectives.cu's Comm::ceHead). */
     private static final long STATE_CE_HEAD = STATE_COMM + COMM_BYTES;
-    private static final long STATE_BYTES = STATE_CE_HEAD + 8;
+    private static final long STATE_BYTES = STATE_CE_HEAD + 8 + MAX_BLOCKS * 8L;
     private static final int ERROR_WORDS = 11;
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -258,10 +262,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         static final long DESC = 0;
         static final long P2P_DESC = DESC + 2L * MAX_RANKS * 64;
         static final long P2P_REPLY = P2P_DESC + 2L * MAX_RANKS * 80;
-        /**
-         * The copy-engine words (collectives.cu's kCeWords): [MAX_RANKS] in, by sender, [MAX_RANKS] out,
-         * then [MAX_RANKS] sends', by receiver.
-         */
+        /** The copy-engine words (collectives.cu's kCeWords and ceWord): 8 kinds of [MAX_RANKS], up to LL. */
         static final long CE_WORDS = P2P_REPLY + 2L * MAX_RANKS * 80;
         static final long LL = 4096;
 
@@ -918,8 +919,11 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             // flight), and a chain's pipeline runs per block
             boolean push = p.algorithm().name().equals("push");
             boolean ce = p.algorithm().name().equals(CE);
-            // a ce kernel copies only this rank's own slot (local memory) while the copy engines run
-            int blocks = push ? directBlocks : ce ? Math.min(CE_BLOCKS, directBlocks(call.size(size)))
+            // a ce kernel copies only this rank's own slot (local memory) while the copy engines run; a ce
+            // allReduce reduces what they bring, as fast as they bring it
+            int blocks = push ? directBlocks
+                    : ce ? Math.min(kind == CollectiveKind.ALL_REDUCE ? directBlocks / 2 : CE_BLOCKS,
+                    directBlocks(call.size(size)))
                     : directBlocks(call.size(size));
             int algo = push ? 2 : ce ? 3 : 1;
             if (ce) {

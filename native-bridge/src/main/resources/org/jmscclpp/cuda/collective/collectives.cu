@@ -47,7 +47,7 @@
 //             peer is done with this rank's buffers and has stored everything meant for it.
 //   2 push    allReduce, reduce and broadcast on registered buffers with stores only, in rounds of
 //             chunks with a handshake per round (the push section below); staged calls run direct.
-//   3 ce      allGather, allToAll and broadcast on registered buffers: the GPU's copy engines move
+//   3 ce      allGather, allToAll, broadcast and (two ranks) allReduce on registered buffers: the GPU's copy engines move
 //             the bytes, started by the host's copy proxy at the kernel's request (the copy engine
 //             section below); staged calls run direct. Sends of algorithm ce into a registered
 //             receive buffer too (pointToPoint).
@@ -119,7 +119,8 @@ struct Comm {
                                                  //     areas: [nRanks][2] of kP2pInlineSlot
   u64* abort;                                    // 192 pinned, host-mapped: the abort word (DeviceAbortFlag)
   u64* ceRing;                                   // 200 pinned, host-mapped: the copy proxy's requests (ceRun)
-  u64* ceHead;                                   // 208 requests posted so far (device memory)
+  u64* ceHead;                                   // 208 requests posted so far, then [kMaxBlocks] each block's
+                                                 //     progress in a ce allReduce (device memory)
 };
 static_assert(sizeof(Comm) == 216, "CudaCollectiveComm.COMM_BYTES");
 
@@ -1069,9 +1070,9 @@ __device__ void chainBroadcast(const Comm* c, const Call& call, char* const* dst
 }
 #endif
 
-#if !defined(JMSCCLPP_T)
 // ---------------------------------------------------------------------------------------------
-// copy engine (algo 3: allGather, allToAll and broadcast on registered buffers)
+// copy engine (algo 3: allGather, allToAll, broadcast and, on two ranks, allReduce on registered
+// buffers)
 //
 // The GPU's copy engines carry more over NVLink than any kernel's stores (2 x H200, 512 MiB each way
 // at once: 391 GB/s against 364-366 for SM stores of every shape, TMA's bulk stores included;
@@ -1095,7 +1096,9 @@ constexpr int kCeRequestWords = 8;
 
 constexpr int kCeSendAlgorithm = 20;  // CudaCollectiveComm.SEND_CE's id
 
-// which: 0 "in" (by sender), 1 "out" (by receiver), 2 a send's (by receiver)
+// which: 0 "in" (by sender), 1 "out" (by receiver), 2 a send's (by receiver); an allReduce's (by
+// peer): 3 a chunk of this rank's share arrived, 4 a chunk of the peer's result arrived, 5 the
+// peer's slot for the next chunk is free, 6 this rank's chunks read, 7 its results read
 __forceinline__ __device__ u64* ceWord(char* scratch, int which, int rank) {
   return reinterpret_cast<u64*>(scratch + kCeWords + (static_cast<u64>(which) * kMaxRanks + rank) * 8);
 }
@@ -1127,6 +1130,126 @@ __device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& dea
   return true;
 }
 
+#if defined(JMSCCLPP_T)
+// allReduce by the copy engines, two ranks: rank r reduces share r (part()), in chunks of half the IN
+// area, each landing in one of its two slots. The driver (thread 0 of block 0) posts the copies of
+// the peer's share of this rank's data into the peer's slots as the peer frees them (word 5, at most
+// two ahead), every block reduces its part of each chunk of its own share once the chunk is there
+// (word 3: this rank's data first or second by rank, as every reduction of the engine) into the
+// receive buffer and publishes its progress; once every block is past a chunk the driver frees its
+// slot (the peer's word 5) and posts the copy of the result into the peer's receive buffer (word 4
+// there). The kernel ends once every result of the peer's share arrived and every copy it posted read
+// its source (words 6 and 7). Every value is (run + 1) << 32 plus the chunk's number + 1, so words
+// only grow; blocks' progress lies in ceHead[1 + b].
+// Waits (thread 0 of a block) until `word` shows `value`, the driver posting meanwhile what it may;
+// false when the wait gave up.
+template <typename Post>
+__device__ bool ceAwaitPosting(const Comm* c, const u64* word, u64 value, Deadline& deadline, bool driver, Post post) {
+  while (jmscclpp::loadAcquireSys(word) < value) {
+    if (driver) {
+      post();
+    }
+    if (deadline.expired()) {
+      stopOnAbort(c);
+      return false;
+    }
+  }
+  return true;
+}
+
+__device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u64 run) {
+  const int rank = c->rank;
+  const int peer = 1 - rank;
+  const u64 base = (run + 1) << 32;
+  const u64 slotBytes = ((c->stagedBytes / 2) / (16 * W)) * (16 * W);
+  const u64 chunk = slotBytes / W;  // elements of a chunk
+  u64 mb, me, pb, pe;
+  part(call.count, 16 / W, rank, mb, me);
+  part(call.count, 16 / W, peer, pb, pe);
+  const u64 mine = (me - mb + chunk - 1) / chunk;    // chunks of this rank's share
+  const u64 theirs = (pe - pb + chunk - 1) / chunk;  // of the peer's
+  char* peerScratch = c->peerScratch[0];
+  u64* progress = c->ceHead + 1;
+  const bool driver = blockIdx.x == 0 && threadIdx.x == 0;
+  __shared__ int stop;
+  Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
+  u64 posted = 0;  // the driver's: chunks of the peer's share posted
+  // the driver posts the chunks of the peer's share that the peer's free slots allow, without waiting
+  auto postShares = [&]() {
+    while (posted < theirs &&
+           (posted < 2 || jmscclpp::loadAcquireSys(ceWord(c->scratch, 5, peer)) >= base + posted - 1)) {
+      const u64 at = pb + posted * chunk;
+      const u64 n = (pe - at < chunk ? pe - at : chunk) * W;
+      cePost(c, 0, peerScratch + c->offIn + (posted % 2) * slotBytes, call.send + at * W, n,
+             ceWord(peerScratch, 3, rank), ceWord(c->scratch, 6, peer), base + posted + 1);
+      posted++;
+    }
+  };
+  if (threadIdx.x == 0) {
+    stop = 0;
+  }
+  if (driver) {
+    postShares();
+  }
+  for (u64 k = 0; k < mine; k++) {
+    if (threadIdx.x == 0 && !ceAwaitPosting(c, ceWord(c->scratch, 3, peer), base + k + 1, deadline, driver, postShares)) {
+      stop = 1;
+    }
+    __syncthreads();
+    if (stop) {
+      return;
+    }
+    const u64 at = mb + k * chunk;
+    const u64 m = me - at < chunk ? me - at : chunk;
+    const char* srcs[2];
+    srcs[rank] = call.send + at * W;
+    srcs[peer] = c->scratch + c->offIn + (k % 2) * slotBytes;
+    char* outs[1] = {call.recv + at * W};
+    u64 b, e;
+    part(m, 16 / W, blockIdx.x, b, e, gridDim.x);
+    reduceRange<2>(srcs, outs, 1, b, e, threadIdx.x, blockDim.x, 2);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // the result is read by the copy engine, and the slot refilled by the peer's, once the driver saw this
+      __threadfence_system();
+      jmscclpp::storeRelaxedSys(progress + blockIdx.x, base + k + 1);
+    }
+    if (driver) {
+      for (u32 g = 0; g < gridDim.x && !stop; g++) {
+        if (!ceAwaitPosting(c, progress + g, base + k + 1, deadline, true, postShares)) {
+          stop = 1;
+        }
+      }
+      if (!stop) {
+        jmscclpp::storeReleaseSys(ceWord(peerScratch, 5, rank), base + k + 1);  // slot k % 2 is free again
+        cePost(c, 0, dst[peer] + at * W, call.recv + at * W, m * W, ceWord(peerScratch, 4, rank),
+               ceWord(c->scratch, 7, peer), base + k + 1);
+      }
+    }
+    __syncthreads();
+    if (stop) {
+      return;
+    }
+  }
+  if (driver) {
+    // the rest of the peer's share, then: the peer's results here, this rank's copies done
+    while (posted < theirs) {
+      postShares();
+      if (posted < theirs && deadline.expired()) {
+        stopOnAbort(c);
+        return;
+      }
+    }
+    if ((theirs > 0 && (!ceAwait(c, ceWord(c->scratch, 4, peer), base + theirs, deadline) ||
+                        !ceAwait(c, ceWord(c->scratch, 6, peer), base + theirs, deadline))) ||
+        (mine > 0 && !ceAwait(c, ceWord(c->scratch, 7, peer), base + mine, deadline))) {
+      return;
+    }
+  }
+}
+#endif
+
+#if !defined(JMSCCLPP_T)
 // What this rank sends peer q (null: nothing) and where it lands; its own slot's copy in `own`.
 __device__ const char* ceSource(const Call& call, int rank, int q, u64 bytes) {
   switch (call.kind) {
@@ -1210,6 +1333,11 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
   }
   const u64 bytes = call.count * call.elementBytes;
 #if defined(JMSCCLPP_T)
+  if (call.algo == 3 && !call.staged && N == 2 && call.kind == kAllReduce) {
+    ceAllReduce(c, call, dst, run);
+    finishRun(c, run);
+    return;
+  }
   // a reduce the chain cannot take (chainReduces) on more than two ranks runs rs
   if (call.algo == 2 && !call.staged && (call.kind == kAllReduce || N == 2 || chainReduces(call))) {
     if (chainReduces(call)) {

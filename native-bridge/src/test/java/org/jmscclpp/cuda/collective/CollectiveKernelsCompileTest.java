@@ -43,7 +43,7 @@ class CollectiveKernelsCompileTest {
                     .append(", \"Layout.CE_WORDS\");\n")
                     .append("static_assert(kCeSendAlgorithm == ").append(CudaCollectiveComm.SEND_CE.id())
                     .append(", \"SEND_CE's id\");\n")
-                    .append("static_assert(kCeWords + 3 * kMaxRanks * 8 <= ").append(CudaCollectiveComm.Layout.LL)
+                    .append("static_assert(kCeWords + 8 * kMaxRanks * 8 <= ").append(CudaCollectiveComm.Layout.LL)
                     .append(", \"the copy-engine words end before the LL area\");\n")
                     .append("static_assert(kCeSlots == ").append(CopyProxy.SLOTS).append(", \"CopyProxy.SLOTS\");\n")
                     .append("static_assert(kCeRequestWords * 8 == ").append(CopyProxy.REQUEST_BYTES)

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -37,8 +38,8 @@ import org.jmscclpp.testkit.CollectiveReference;
  *       registered (push and ce too) and staged; and sends and receives in a ring;</li>
  *   <li>{@code coll-external}: buffers wrapped from raw device pointers ({@link CudaBackend#wrap})
  *       and a stream wrapped from a raw handle ({@link CudaBackend#wrapStream}) with the stream form;</li>
- *   <li>{@code coll-graph}: allreduces (ll16 and rsag) and an allgather by the copy engines (ce) of the
- *       stream form captured in a CUDA graph,
+ *   <li>{@code coll-graph}: allreduces (ll16 and rsag), an allgather by the copy engines (ce) and a ce
+ *       allreduce of its output, of the stream form captured in a CUDA graph,
  *       replayed 5 times on fresh inputs;</li>
  *   <li>{@code coll-group}: one group mixing a ring of sends and receives, an alltoallv by sends
  *       and receives of uneven sizes, and two collectives;</li>
@@ -244,11 +245,11 @@ final class CollectiveScenarios {
 
     /**
      * Kinds with a ce algorithm (the copy engines; staged calls fall back to the direct one, sends
-     * into an unregistered buffer, or below 1 MiB, too).
+     * into an unregistered buffer, or below 1 MiB, too; allReduce on more than two ranks runs rsag).
      */
     private static boolean copiesByEngine(CollectiveKind kind) {
         return kind == CollectiveKind.ALL_GATHER || kind == CollectiveKind.ALL_TO_ALL || kind == CollectiveKind.BROADCAST
-                || kind == CollectiveKind.SEND;
+                || kind == CollectiveKind.SEND || kind == CollectiveKind.ALL_REDUCE;
     }
 
     /** Kinds with a push algorithm (stores only, in rounds; staged calls fall back to the direct one). */
@@ -609,9 +610,9 @@ final class CollectiveScenarios {
     }
 
     /**
-     * Captures an ll16 and an rsag allreduce and a ce allgather (whose copies the copy proxy starts
-     * when the replayed kernel asks, no host call in between) into a graph and replays it on fresh
-     * inputs; each graph
+     * Captures an ll16 and an rsag allreduce, a ce allgather and a ce allreduce of what it gathered
+     * (whose copies the copy proxy starts when the replayed kernels ask, no host call in between) into
+     * a graph and replays it on fresh inputs; each graph
      * is captured anew (its calls are in place, so a second replay would sum sums), which still
      * proves that what one call hands the next (run counters, packet flags, semaphores) lives in
      * device memory: the captures come after calls outside any graph, and after each other.
@@ -623,11 +624,13 @@ final class CollectiveScenarios {
         long slice = count / n;
         DeviceBuffer gatherIn = backend.allocate(slice * 4);
         DeviceBuffer gathered = backend.allocate(slice * 4 * n);
+        DeviceBuffer summed = backend.allocate(slice * 4 * n);
         CudaStream stream = backend.createStream("graph capture");
         try {
             comm.register(big).block(LIMIT);
             comm.register(gatherIn).block(LIMIT);
             comm.register(gathered).block(LIMIT);
+            comm.register(summed).block(LIMIT);
             MemorySegment[] smallIn = new MemorySegment[n];
             MemorySegment[] bigIn = new MemorySegment[n];
             MemorySegment[] gatherInputs = new MemorySegment[n];
@@ -654,6 +657,8 @@ final class CollectiveScenarios {
                     comm.on(stream, CallOptions.algorithm("rsag")).allReduce(big, big, count, DataType.FLOAT32,
                             ReduceOp.SUM);
                     comm.on(stream, CallOptions.algorithm("ce")).allGather(gatherIn, gathered, slice, DataType.FLOAT32);
+                    comm.on(stream, CallOptions.algorithm("ce")).allReduce(gathered, summed, slice * n,
+                            DataType.FLOAT32, ReduceOp.SUM);
                 })) {
                     // each replay runs the captured calls on the buffers' current contents
                     g.launch(stream);
@@ -679,11 +684,21 @@ final class CollectiveScenarios {
                                 + " differs at byte " + at);
                     }
                 }
-                calls += 3;
+                // every rank reduced the same gathered data
+                MemorySegment[] gatheredEverywhere = new MemorySegment[n];
+                Arrays.fill(gatheredEverywhere, all);
+                MemorySegment sums = arena.allocate(slice * 4 * n, 8);
+                backend.copyToHost(sums, summed, 0);
+                String whySum = reduced(arena, DataType.FLOAT32, ReduceOp.SUM, gatheredEverywhere, 0, sums, slice * n);
+                if (whySum != null) {
+                    throw new AssertionError("graph replay " + replay + ": the ce allreduce: " + whySum);
+                }
+                calls += 4;
                 r.bootstrap.barrier(LIMIT).block(LIMIT);
             }
         } finally {
             stream.close();
+            summed.close();
             gathered.close();
             gatherIn.close();
             big.close();
