@@ -106,6 +106,8 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final long BOX = 64;
+    /** A thread that never runs: no segment is confined to it ({@link #checkHostBuffer}). */
+    private static final Thread NOT_AN_OWNER = Thread.ofVirtual().unstarted(() -> { });
 
     private final HostBackend backend;
     private final long chunk;
@@ -273,7 +275,10 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         checkHostBuffer(backend, rank, buffer, which);
     }
 
-    /** INVALID_USAGE unless {@code buffer} is {@code backend}'s shared memory or a wrapped host segment. */
+    /**
+     * INVALID_USAGE unless {@code buffer} is {@code backend}'s shared memory or a wrapped host segment that the
+     * engine's threads may access (not one of a confined arena, which only the thread that made it may touch).
+     */
     static void checkHostBuffer(HostBackend backend, int rank, DeviceBuffer buffer, String which) {
         DeviceBuffer root = DeviceBufferSlice.root(buffer);
         boolean ours = root instanceof SharedMemoryBuffer s && s.backend() == backend;
@@ -281,6 +286,15 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + which + " buffer is not host memory"
                     + " (the host collective engine takes buffers of its backend and wrapped host segments): "
                     + buffer).rank(rank).phase("collective").build();
+        }
+        // calls read and write their buffers on the engine's threads; a thread never started owns no segment, so a
+        // segment it may not access is confined to the thread that made it (the engine's access would throw there,
+        // after the peers began the call)
+        if (!ours && !buffer.isClosed() && !buffer.hostSegment().isAccessibleBy(NOT_AN_OWNER)) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the " + which + " buffer wraps a segment"
+                    + " confined to the thread that made it (Arena.ofConfined()), and calls run on threads of the"
+                    + " collective engine: wrap memory of a shared, automatic or global arena, or an array: " + buffer)
+                    .rank(rank).phase("collective").build();
         }
     }
 

@@ -116,6 +116,40 @@ class HostCollectiveFaultsTest {
     }
 
     /**
+     * A wrapped segment of a confined arena (only the thread that made it may touch it; calls run on the engine's
+     * threads) is INVALID_USAGE before anything moves, saying so, and leaves the communicator usable: the engine's
+     * access used to throw WrongThreadException on its worker, an INTERNAL_ERROR that broke the communicator.
+     */
+    @Test
+    void aWrappedSegmentOfAConfinedArenaIsRefusedBeforeAnythingMoves() {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, CollectiveOptions.defaults());
+             java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            CollectiveComm c = job.comms.get(0);
+            DeviceBuffer confined = DeviceBuffer.wrap(arena.allocate(64));
+            DeviceBuffer shared = job.backends.get(0).allocate(64);
+            for (Mono<Void> call : List.of(c.allReduce(confined, confined, 4, DataType.FLOAT32, ReduceOp.SUM),
+                    c.allGather(shared.slice(0, 4), confined, 1, DataType.INT32),
+                    c.group(g -> g.send(confined, 4, DataType.INT8, 0).recv(shared, 4, DataType.INT8, 0)))) {
+                JmscclppException e = usage(assertThrows(JmscclppException.class, () -> call.block(LIMIT)));
+                assertTrue(e.getMessage().contains("confined") && e.getMessage().contains("rank 0"), e.getMessage());
+            }
+            assertTrue(c.failure().isEmpty(), "an argument error does not break the communicator");
+            List<DeviceBuffer> bufs = List.of(shared, job.backends.get(1).allocate(64));
+            for (int r = 0; r < 2; r++) {
+                bufs.get(r).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, r + 3);
+            }
+            job.all(r -> job.comms.get(r).allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM));
+            assertEquals(7, bufs.get(0).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+            // a shared arena's segment, an automatic one and an array are the engine's to touch
+            try (java.lang.foreign.Arena sharedArena = java.lang.foreign.Arena.ofShared()) {
+                List<DeviceBuffer> wraps = List.of(DeviceBuffer.wrap(sharedArena.allocate(4)),
+                        DeviceBuffer.wrap(java.lang.foreign.Arena.ofAuto().allocate(4)));
+                job.all(r -> job.comms.get(r).allReduce(wraps.get(r), wraps.get(r), 1, DataType.INT32, ReduceOp.SUM));
+            }
+        }
+    }
+
+    /**
      * Two wraps of the same memory are one memory, as NCCL compares pointers: send and recv wrapped
      * separately from one segment run in place and sum right; ranges of it that overlap outside the
      * in-place layout are INVALID_USAGE naming both ranges, as they are within one buffer.
