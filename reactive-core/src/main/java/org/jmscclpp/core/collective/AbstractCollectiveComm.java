@@ -200,6 +200,15 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     /** Releases the engine's resources; called once by {@link #close()}, after the registrations. */
     protected abstract void release();
 
+    /**
+     * Whether the calling thread is the one that runs this engine's calls and signals their ends: a {@link #close()}
+     * from a call's callback runs there, and does not wait for the calls issued after that call, which cannot run
+     * before it returns.
+     */
+    protected boolean onCallThread() {
+        return false;
+    }
+
     // ---------------------------------------------------------------------------------------------
     // for engines' setup
 
@@ -1008,8 +1017,15 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
             closing = true;
         }
         // the calls issued before end first, as NCCL's ncclCommDestroy finalizes them: at most the timeout, after
-        // which the release below ends a call still waiting (for a peer that never made its part) on this rank
-        if (!callsEnded()) {
+        // which the release below ends a call still waiting (for a peer that never made its part) on this rank. From
+        // a call's callback on the engine's thread the calls queued behind that call cannot run while this waits
+        // (it waited the whole timeout for them): they end now
+        if (onCallThread()) {
+            if (callsInFlight.get() > 0) {
+                LOG.log(Level.WARNING, "rank {0}: closing the collective communicator from a call''s callback with "
+                        + "{1} call(s) issued after that call; they end now", rank, callsInFlight.get());
+            }
+        } else if (!callsEnded()) {
             LOG.log(Level.WARNING, "rank {0}: closing the collective communicator with {1} call(s) still "
                     + "in flight after {2} ms; they end now", rank, callsInFlight.get(), timeout.toMillis());
         }

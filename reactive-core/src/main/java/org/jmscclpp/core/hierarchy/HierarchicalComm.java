@@ -548,11 +548,16 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     }
 
     @Override
+    protected boolean onCallThread() {
+        return Thread.currentThread() == workerThread;
+    }
+
+    @Override
     protected void release() {
         worker.shutdown();
         try {
             // closed from a call's own completion, which runs on the worker: it ends after this call, not before
-            if (Thread.currentThread() != workerThread
+            if (!onCallThread()
                     && !worker.awaitTermination(timeout.toMillis() + 5_000, TimeUnit.MILLISECONDS)) {
                 worker.shutdownNow();
             }
@@ -579,6 +584,11 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         JmscclppException broken = callFailure();
         if (broken != null) {
             throw broken;   // an earlier call broke the communicator; the peers are not in this one
+        }
+        if (isClosed()) {
+            // queued behind the call whose callback closed the communicator (release() let the worker run it)
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "the collective communicator was closed before"
+                    + " this call ran").rank(rank).phase("close").build();
         }
         long deadline = Waiting.deadline(batch.timeout());
         List<Planned> pointToPoint = new ArrayList<>();

@@ -304,9 +304,14 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     }
 
     @Override
+    protected boolean onCallThread() {
+        return Thread.currentThread() == worker;
+    }
+
+    @Override
     protected void release() {
         // closed from a call's own completion, which runs on the worker: it cannot wait for itself
-        boolean onWorker = Thread.currentThread() == worker;
+        boolean onWorker = onCallThread();
         if (!onWorker) {
             jobs.add(new Job(null, Sinks.one()));
             try {

@@ -568,6 +568,57 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * close() from a call's doFinally, with another call issued behind it: that call cannot run while the callback
+     * (on the engine's thread) waits, so close() returns at once and it fails typed, instead of close() holding the
+     * engine's thread for the whole timeout; on one host and across hosts.
+     */
+    @ParameterizedTest(name = "across hosts={0}")
+    @ValueSource(booleans = {false, true})
+    void closeFromACallbackWithACallQueuedBehindReturnsAtOnce(boolean acrossHosts) throws InterruptedException {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(20));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, options, acrossHosts ? r -> r : null)) {
+            List<DeviceBuffer> bufs = List.of(job.backends.get(0).allocate(64), job.backends.get(1).allocate(64));
+            for (int r = 0; r < 2; r++) {
+                bufs.get(r).hostSegment().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, r + 5);
+            }
+            long[] closeNanos = new long[2];
+            java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(2);
+            long start = System.nanoTime();
+            List<Throwable> second = new ArrayList<>();
+            job.all(r -> {
+                CollectiveComm c = job.comms.get(r);
+                Mono<Void> first = c.allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM)
+                        .doFinally(s -> {
+                            long t = System.nanoTime();
+                            c.close();
+                            closeNanos[r] = System.nanoTime() - t;
+                            closed.countDown();
+                        });
+                Mono<Void> behind = c.allReduce(bufs.get(r), bufs.get(r), 1, DataType.INT32, ReduceOp.SUM)
+                        .onErrorResume(e -> {
+                            synchronized (second) {
+                                second.add(e);
+                            }
+                            return Mono.empty();
+                        });
+                return Mono.when(first, behind);
+            });
+            assertTrue(closed.await(LIMIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS), "both ranks closed");
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            for (int r = 0; r < 2; r++) {
+                assertTrue(closeNanos[r] < Duration.ofSeconds(5).toNanos(), "close() in the doFinally took "
+                        + Duration.ofNanos(closeNanos[r]) + " on rank " + r + " (timeout 20 s)");
+            }
+            assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "the calls took " + took);
+            assertEquals(11, bufs.get(0).hostSegment().get(java.lang.foreign.ValueLayout.JAVA_INT, 0),
+                    "the first call completed");
+            assertEquals(2, second.size(), "the call behind fails on both ranks: " + second);
+            second.forEach(e -> assertTrue(e instanceof JmscclppException j && j.code() == ErrorCode.INVALID_USAGE
+                    && j.getMessage().contains("closed before this call ran"), "typed: " + e));
+        }
+    }
+
     /** A call that waits for a peer which never makes its part holds close() up to the timeout, not longer. */
     @Test
     void closeEndsACallStillWaitingAtTheTimeout() {
