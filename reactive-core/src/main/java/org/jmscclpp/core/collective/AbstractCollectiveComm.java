@@ -323,7 +323,16 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
      * leave the others waiting for its signals). Engines call it at the end of a successful setup.
      */
     protected final void startWatch() {
+        Disposable aborted = communicator.abortSignal().onRaise(e -> {
+            if (!closed && peerFailure == null) {
+                peerFailure = e.rank() == rank ? e : e.withRank(rank);
+            }
+        });
         if (size < 2) {
+            // no peer to watch, but an abort of this rank's own ends its calls as on any other
+            synchronized (lock) {
+                watch = aborted;
+            }
             return;
         }
         Bootstrap bootstrap = communicator.bootstrap();
@@ -340,11 +349,6 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                             e -> Mono.empty())
                     .repeat().then());
         }
-        Disposable aborted = communicator.abortSignal().onRaise(e -> {
-            if (!closed && peerFailure == null) {
-                peerFailure = e.rank() == rank ? e : e.withRank(rank);
-            }
-        });
         synchronized (lock) {
             watch = Disposables.composite(aborted, Flux.merge(Flux.fromIterable(peers).map(m -> m.onErrorResume(e -> {
                 if (!closed && peerFailure == null) {

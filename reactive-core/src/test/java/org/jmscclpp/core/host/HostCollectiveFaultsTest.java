@@ -665,6 +665,29 @@ class HostCollectiveFaultsTest {
     }
 
     /**
+     * An abort on a job of one rank breaks its collective communicator as on any other (the watch of the abort
+     * signal was started only with peers to watch, so failure() stayed empty and calls kept running); on one host's
+     * engine and on the hierarchical one.
+     */
+    @ParameterizedTest(name = "hierarchical={0}")
+    @ValueSource(booleans = {false, true})
+    void anAbortOnAJobOfOneRankRefusesLaterCalls(boolean hierarchical) {
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(1, CollectiveOptions.defaults(),
+                hierarchical ? r -> r : null)) {
+            DeviceBuffer b = job.backends.get(0).allocate(64);
+            CollectiveComm c = job.comms.get(0);
+            c.allReduce(b, b, 4, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT);
+            c.abort("the service shuts down");
+            JmscclppException f = c.failure().orElseThrow(() -> new AssertionError("no failure after an abort"));
+            assertEquals(ErrorCode.ABORTED, f.code(), f.getMessage());
+            JmscclppException e = assertThrows(JmscclppException.class,
+                    () -> c.allReduce(b, b, 4, DataType.FLOAT32, ReduceOp.SUM).block(LIMIT));
+            assertEquals(ErrorCode.ABORTED, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("the service shuts down"), e.getMessage());
+        }
+    }
+
+    /**
      * The timeout a caller writes for "no deadline" ({@link ChronoUnit#FOREVER}'s duration) as the
      * communicator's, a call's and a setup's: everything runs as with any other timeout; no deadline
      * made of it overflows (an ArithmeticException, or a deadline already past).
