@@ -233,6 +233,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
      */
     private final Map<Integer, Link> links = new ConcurrentHashMap<>();
     private final ExecutorService worker;
+    /** Emitted when {@link #release()} begins: the waits of a call still running end then, as on one host. */
+    private final Sinks.Empty<Void> released = Sinks.empty();
     /** The worker's thread, which completes the calls (and so runs a close() from their callbacks). */
     private volatile @Nullable Thread workerThread;
     private final Scratch scratch;
@@ -495,7 +497,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             HostRail rail = HostRail.open(new SubsetBootstrap(bs, railMembers, 1),
                     railBackend == null ? communicator.backend() : railBackend, railTransport, timeout, () -> {
                         HierarchicalComm c = self.get();
-                        return c == null ? null : c.peerFailure();
+                        return c == null ? null : c.stopping();
                     });
             made.addFirst(rail);
             HierarchicalComm comm = new HierarchicalComm(communicator, options, level, railBackend, tuning, ranksOf,
@@ -552,8 +554,22 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
         return Thread.currentThread() == workerThread;
     }
 
+    /**
+     * What ends the waits of a call: the job's failure as the watch saw it, else (the communicator closed while the
+     * call waited past close()'s wait for it) ABORTED, as the host engine's waits end; null while neither.
+     */
+    private @Nullable JmscclppException stopping() {
+        JmscclppException job = peerFailure();
+        if (job != null || !isClosed()) {
+            return job;
+        }
+        return JmscclppException.builder(ErrorCode.ABORTED, "the collective communicator was closed").rank(rank)
+                .phase("collective").build();
+    }
+
     @Override
     protected void release() {
+        released.tryEmitEmpty();
         worker.shutdown();
         try {
             // closed from a call's own completion, which runs on the worker: it ends after this call, not before
@@ -1116,7 +1132,7 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
             int to = sending ? peer : rank;
             int flip = SubsetBootstrap.LINK_TAG_FLIP ^ (from < to ? 0 : SubsetBootstrap.LINK_DOWN_BIT);
             l = new Link(HostRail.open(new SubsetBootstrap(bootstrap, new int[] {from, to}, 1, flip),
-                    railBackend == null ? backend : railBackend, railTransport, left(deadline), this::peerFailure));
+                    railBackend == null ? backend : railBackend, railTransport, left(deadline), this::stopping));
             links.put(key, l);
         }
         return l;
@@ -1363,7 +1379,8 @@ public final class HierarchicalComm extends AbstractCollectiveComm {
     private <T> T await(Mono<T> step, long deadline, String what) {
         long start = phases == null ? 0 : System.nanoTime();
         try {
-            return step.timeout(left(deadline).plusSeconds(5)).block();
+            Mono<T> closed = released.asMono().then(Mono.error(() -> Objects.requireNonNull(stopping())));
+            return Mono.firstWithSignal(step, closed).timeout(left(deadline).plusSeconds(5)).block();
         } catch (RuntimeException e) {
             Throwable cause = e instanceof JmscclppException ? e : e.getCause();
             if (cause instanceof JmscclppException je) {

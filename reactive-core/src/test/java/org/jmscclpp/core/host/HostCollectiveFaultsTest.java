@@ -639,6 +639,34 @@ class HostCollectiveFaultsTest {
         }
     }
 
+    /**
+     * Across hosts as on one host: a call waiting for a peer that never makes its part (with a deadline of its own
+     * longer than the communicator's) holds close() up to the communicator's timeout, and ends with ABORTED when the
+     * communicator is released. Its waits used to run on after that (close() took 2 × the timeout + 5 s: its wait,
+     * then the release's wait for the worker), ending in a TIMEOUT or an interrupt. Small calls (flat) and large
+     * ones (hier).
+     */
+    @ParameterizedTest(name = "count {0}")
+    @ValueSource(longs = {1, 100_000})
+    void closeEndsACallStillWaitingAtTheTimeoutAcrossHosts(long count) {
+        CollectiveOptions options = CollectiveOptions.defaults().withTimeout(Duration.ofSeconds(3));
+        try (HostCollectivesTest.Job job = new HostCollectivesTest.Job(2, options, r -> r)) {
+            DeviceBuffer b = job.backends.get(0).allocate(4 * count);
+            CollectiveComm c0 = job.comms.get(0);
+            java.util.concurrent.CompletableFuture<Void> call = c0.with(CallOptions.timeout(Duration.ofSeconds(60)))
+                    .allReduce(b, b, count, DataType.INT32, ReduceOp.SUM).toFuture();
+            long start = System.nanoTime();
+            c0.close();
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertTrue(took.compareTo(Duration.ofMillis(2500)) > 0 && took.compareTo(Duration.ofSeconds(7)) < 0,
+                    "close() took " + took + " with a call waiting for a peer (timeout 3 s)");
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> call.get(5, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof JmscclppException j && j.code() == ErrorCode.ABORTED
+                    && j.getMessage().contains("closed"), String.valueOf(e.getCause()));
+        }
+    }
+
     /** After an abort (here or on a peer) failure() says so at once, and later calls fail up front with it. */
     @Test
     void anAbortedCommunicatorSaysSoAndRefusesLaterCallsAtOnce() {
