@@ -9,6 +9,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.spi.Waiting;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
@@ -26,8 +27,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The thread starts with the first copy-engine call and then polls the ring: it spins while
  * requests come (10 ms after the last one: calls of a GiB take milliseconds, and a request found
- * late delays the whole call), then parks for growing intervals up to 50 µs, and up to a
- * millisecond after 100 ms without a request. A call issued here wakes it; a CUDA
+ * late delays the whole call; yielding its carrier every 200 µs, {@link Waiting.Backoff}), then
+ * parks for growing intervals up to 50 µs, and up to a millisecond after 100 ms without a request. A call issued here wakes it; a CUDA
  * graph's replay does not go through the host, so its first call after a long pause may wait up
  * to that millisecond (calls of this algorithm run at tens of MiB and up).
  *
@@ -98,8 +99,8 @@ final class CopyProxy implements AutoCloseable {
     private void serve() {
         MemorySegment r = ring.hostSegment();
         long next = 0;
-        long last = System.nanoTime();
-        long park = 1_000;
+        // spinning, it yields its carrier every 200 µs (another virtual thread queued there gets in)
+        Waiting.Backoff backoff = new Waiting.Backoff(50_000, SPIN_NS);
         while (!closed) {
             long at = (next % SLOTS) * REQUEST_BYTES;
             long seq = (long) WORD.getAcquire(r, at + 56);
@@ -111,8 +112,7 @@ final class CopyProxy implements AutoCloseable {
                     return;
                 }
                 next++;
-                last = System.nanoTime();
-                park = 1_000;
+                backoff.reset();
                 continue;
             }
             if (seq > next + 1) {
@@ -121,12 +121,12 @@ final class CopyProxy implements AutoCloseable {
                         .build());
                 return;
             }
-            long idle = System.nanoTime() - last;
-            if (idle < SPIN_NS) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(park);
-                park = Math.min(park * 2, idle < IDLE_NS ? 50_000 : 1_000_000);
+            if (!backoff.spinning()) {
+                if (backoff.idleNanos() < IDLE_NS) {
+                    backoff.park(Long.MAX_VALUE);
+                } else {
+                    backoff.parkUpTo(1_000_000);
+                }
             }
         }
     }
