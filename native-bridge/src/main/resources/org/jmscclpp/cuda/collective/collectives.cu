@@ -1131,16 +1131,6 @@ __device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& dea
 }
 
 #if defined(JMSCCLPP_T)
-// allReduce by the copy engines, two ranks: rank r reduces share r (part()), in chunks of half the IN
-// area, each landing in one of its two slots. The driver (thread 0 of block 0) posts the copies of
-// the peer's share of this rank's data into the peer's slots as the peer frees them (word 5, at most
-// two ahead), every block reduces its part of each chunk of its own share once the chunk is there
-// (word 3: this rank's data first or second by rank, as every reduction of the engine) into the
-// receive buffer and publishes its progress; once every block is past a chunk the driver frees its
-// slot (the peer's word 5) and posts the copy of the result into the peer's receive buffer (word 4
-// there). The kernel ends once every result of the peer's share arrived and every copy it posted read
-// its source (words 6 and 7). Every value is (run + 1) << 32 plus the chunk's number + 1, so words
-// only grow; blocks' progress lies in ceHead[1 + b].
 // Waits (thread 0 of a block) until `word` shows `value`, the driver posting meanwhile what it may;
 // false when the wait gave up.
 template <typename Post>
@@ -1157,6 +1147,16 @@ __device__ bool ceAwaitPosting(const Comm* c, const u64* word, u64 value, Deadli
   return true;
 }
 
+// allReduce by the copy engines, two ranks: rank r reduces share r (part()), in chunks of half the IN
+// area, each landing in one of its two slots. The driver (thread 0 of block 0) posts the copies of
+// the peer's share of this rank's data into the peer's slots as the peer frees them (word 5, at most
+// two ahead), every block reduces its part of each chunk of its own share once the chunk is there
+// (word 3: this rank's data first or second by rank, as every reduction of the engine) into the
+// receive buffer and publishes its progress; once every block is past a chunk the driver frees its
+// slot (the peer's word 5) and posts the copy of the result into the peer's receive buffer (word 4
+// there). The kernel ends once every result of the peer's share arrived and every copy it posted read
+// its source (words 6 and 7). Every value is (run + 1) << 32 plus the chunk's number + 1, so words
+// only grow; blocks' progress lies in ceHead[1 + b].
 __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u64 run) {
   const int rank = c->rank;
   const int peer = 1 - rank;
@@ -1250,7 +1250,7 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
 #endif
 
 #if !defined(JMSCCLPP_T)
-// What this rank sends peer q (null: nothing) and where it lands; its own slot's copy in `own`.
+// What this rank sends peer q (null: nothing); for q == rank, its own slot's data.
 __device__ const char* ceSource(const Call& call, int rank, int q, u64 bytes) {
   switch (call.kind) {
     case kAllGather:
