@@ -255,7 +255,11 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
         return 29_600 + (int) Math.floorMod(jobId * 7919L + stepId, 10_000L);
     }
 
-    /** The first host of a Slurm host list: {@code node[03-05,9],gpu1} gives {@code node03}. */
+    /**
+     * The first host of a Slurm host list: {@code node[03-05,9],gpu1} gives {@code node03}, and a name with several
+     * ranges takes the first of each ({@code rack[1-2]-n[01-04]} gives {@code rack1-n01}, as
+     * {@code scontrol show hostnames} lists it first).
+     */
     static String firstHost(String hostList) {
         String list = hostList.strip();
         int depth = 0;
@@ -272,23 +276,25 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
             }
         }
         String first = list.substring(0, end);
-        int open = first.indexOf('[');
-        if (open < 0) {
-            if (first.isEmpty()) {
-                throw invalid("the Slurm node list is empty: '" + hostList + "'");
+        if (first.isEmpty()) {
+            throw invalid("the Slurm node list is empty: '" + hostList + "'");
+        }
+        StringBuilder host = new StringBuilder();
+        int from = 0;
+        for (int open = first.indexOf('['); open >= 0; open = first.indexOf('[', from)) {
+            int close = first.indexOf(']', open);
+            if (close < 0) {
+                throw invalid("the Slurm node list '" + hostList + "' has an unclosed '['");
             }
-            return first;
+            String range = first.substring(open + 1, close).split(",", 2)[0];
+            String start = range.split("-", 2)[0];
+            if (start.isEmpty() || !start.chars().allMatch(Character::isDigit)) {
+                throw invalid("the Slurm node list '" + hostList + "' has a range that does not start with a number");
+            }
+            host.append(first, from, open).append(start);
+            from = close + 1;
         }
-        int close = first.indexOf(']', open);
-        if (close < 0) {
-            throw invalid("the Slurm node list '" + hostList + "' has an unclosed '['");
-        }
-        String range = first.substring(open + 1, close).split(",", 2)[0];
-        String start = range.split("-", 2)[0];
-        if (start.isEmpty() || !start.chars().allMatch(Character::isDigit)) {
-            throw invalid("the Slurm node list '" + hostList + "' has a range that does not start with a number");
-        }
-        return first.substring(0, open) + start + first.substring(close + 1);
+        return host.append(first, from, first.length()).toString();
     }
 
     /**

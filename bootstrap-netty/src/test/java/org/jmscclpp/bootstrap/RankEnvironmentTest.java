@@ -140,6 +140,9 @@ class RankEnvironmentTest {
         assertEquals("node1", RankEnvironment.firstHost("node1,node2"));
         assertEquals("n003", RankEnvironment.firstHost("n[003-005,9]"));
         assertEquals("rack2-n4-ib", RankEnvironment.firstHost("rack2-n[4,6]-ib,other"));
+        // several ranges in one name, as scontrol show hostnames expands them: the first of each
+        assertEquals("rack1-n01", RankEnvironment.firstHost("rack[1-2]-n[01-04],gpu1"));
+        assertEquals("a1b3", RankEnvironment.firstHost("a[1-2]b[3-4]"));
         assertEquals(29_600, RankEnvironment.slurmPort(0, 0));
         assertTrue(RankEnvironment.slurmPort(4242, 0) != RankEnvironment.slurmPort(4242, 1));
         for (long job : new long[] {1, 99_999_999, Integer.MAX_VALUE}) {
@@ -150,6 +153,10 @@ class RankEnvironmentTest {
                 assertThrows(JmscclppException.class, () -> RankEnvironment.firstHost("n[x-3]")).code());
         assertEquals(ErrorCode.INVALID_USAGE,
                 assertThrows(JmscclppException.class, () -> RankEnvironment.firstHost("n[1-3")).code());
+        assertEquals(ErrorCode.INVALID_USAGE,
+                assertThrows(JmscclppException.class, () -> RankEnvironment.firstHost("r[1-2]n[1-3")).code());
+        assertEquals(ErrorCode.INVALID_USAGE,
+                assertThrows(JmscclppException.class, () -> RankEnvironment.firstHost("r[1-2]n[x]")).code());
         JmscclppException e = invalid(Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "2"));
         assertTrue(e.getMessage().contains("SLURM_JOB_NODELIST, SLURM_JOB_ID are not set"), e.getMessage());
     }
