@@ -239,8 +239,8 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
             String nodes = present(env, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
             requireAll(env, SLURM.name(), nodes, "SLURM_JOB_ID");
             String host = firstHost(value(env, nodes));
-            int port = slurmPort(number(env, "SLURM_JOB_ID"),
-                    present(env, "SLURM_STEP_ID") ? number(env, "SLURM_STEP_ID") : 0);
+            int port = slurmPort(slurmId(env, "SLURM_JOB_ID"),
+                    present(env, "SLURM_STEP_ID") ? slurmId(env, "SLURM_STEP_ID") : 0);
             return build(env, SLURM, new Rendezvous.RootAddress(host + ":" + port));
         }
         throw invalid("no rank identity in the environment: " + HOW_TO);
@@ -466,6 +466,17 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
         } catch (NumberFormatException e) {
             throw JmscclppException.builder(ErrorCode.INVALID_USAGE, name + " is not an integer: '" + v + "'")
                     .phase(PHASE).cause(e).build();
+        }
+    }
+
+    /** A Slurm job or step id: an unsigned 32-bit number (a federated job's id carries its cluster in the top bits). */
+    private static long slurmId(Map<String, String> env, String name) {
+        String v = value(env, name);
+        try {
+            return Integer.toUnsignedLong(Integer.parseUnsignedInt(v));
+        } catch (NumberFormatException e) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, name + " is not a Slurm id (an integer in [0, "
+                    + 0xFFFF_FFFFL + "]): '" + v + "'").phase(PHASE).cause(e).build();
         }
     }
 

@@ -159,6 +159,14 @@ class RankEnvironmentTest {
                 assertThrows(JmscclppException.class, () -> RankEnvironment.firstHost("r[1-2]n[x]")).code());
         JmscclppException e = invalid(Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "2"));
         assertTrue(e.getMessage().contains("SLURM_JOB_NODELIST, SLURM_JOB_ID are not set"), e.getMessage());
+        // a federated job's id carries its cluster id in the top bits: above Integer.MAX_VALUE for clusters 32 and up
+        Map<String, String> federated = Map.of("SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_JOB_NODELIST", "n1",
+                "SLURM_JOB_ID", "2214592513", "SLURM_STEP_ID", "4294967290");
+        assertEquals(Optional.of("n1:" + RankEnvironment.slurmPort(2_214_592_513L, 4_294_967_290L)),
+                RankEnvironment.from(federated).rootAddress());
+        e = invalid(Map.of("SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_JOB_NODELIST", "n1",
+                "SLURM_JOB_ID", "-4"));
+        assertTrue(e.getMessage().contains("SLURM_JOB_ID is not a Slurm id"), e.getMessage());
     }
 
     @Test
