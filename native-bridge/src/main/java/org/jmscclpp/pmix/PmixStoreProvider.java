@@ -36,6 +36,9 @@ public final class PmixStoreProvider implements LauncherStore.Provider {
             "/usr/lib/x86_64-linux-gnu/libpmix.so.2",
             "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so.2",
             "/usr/lib64/libpmix.so.2");
+    /** Every function the store calls: a library that lacks one is not a usable libpmix (PMIx 4 or later). */
+    private static final List<String> FUNCTIONS = List.of("PMIx_Init", "PMIx_Finalize", "PMIx_Put", "PMIx_Commit",
+            "PMIx_Fence", "PMIx_Get", "PMIx_Value_destruct", "PMIx_Error_string");
     private static final String PHASE = "PMIx rendezvous";
     /** One PMIx client per process: PMIx_Init is reference counted, but the library is loaded once. */
     private static final Object LOAD_LOCK = new Object();
@@ -88,6 +91,19 @@ public final class PmixStoreProvider implements LauncherStore.Provider {
                     throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, r.failure()
                             + " (Debian: apt-get install libpmix2), or set MSCCLPP_COMM_ID=ip:port")
                             .rank(rank).phase(PHASE).build();
+                }
+                // JNA binds a function at its first call: a library without it would throw UnsatisfiedLinkError
+                // there, on the rendezvous thread, instead of this error
+                for (String function : FUNCTIONS) {
+                    try {
+                        lib.getFunction(function);
+                    } catch (UnsatisfiedLinkError e) {
+                        throw JmscclppException.builder(ErrorCode.SYSTEM_ERROR, "PMIx (libpmix) loaded from "
+                                + r.source() + " lacks " + function + " (" + LibraryLookup.oneLine(e) + "): it is not "
+                                + "a PMIx 4 client library. Set " + LIBRARY_ENV + " to the path of libpmix.so.2 "
+                                + "(Debian: apt-get install libpmix2), or set MSCCLPP_COMM_ID=ip:port")
+                                .rank(rank).phase(PHASE).build();
+                    }
                 }
                 pmix = Native.load(r.source(), Pmix.class, Map.of(Library.OPTION_STRING_ENCODING, "UTF-8"));
             }

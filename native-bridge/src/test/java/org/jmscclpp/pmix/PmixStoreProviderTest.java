@@ -42,4 +42,18 @@ class PmixStoreProviderTest {
         assertTrue(e.getMessage().contains("MSCCLPP_COMM_ID"), e.getMessage());
         assertEquals(1, e.rank());
     }
+
+    @Test
+    void aLibraryThatIsNotLibpmixIsASystemErrorNamingTheMissingFunction() {
+        // libc loads, but has none of PMIx's functions: JNA would throw UnsatisfiedLinkError at the first call
+        for (int i = 0; i < 2; i++) {
+            JmscclppException e = assertThrows(JmscclppException.class, () -> provider.open(Map.of("PMIX_RANK", "0",
+                    "PMIX_NAMESPACE", "9", PmixStoreProvider.LIBRARY_ENV, "libc.so.6"), 0));
+            assertEquals(ErrorCode.SYSTEM_ERROR, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("libc.so.6 lacks PMIx_Init"), e.getMessage());
+            assertTrue(e.getMessage().contains(PmixStoreProvider.LIBRARY_ENV), e.getMessage());
+            assertTrue(e.getMessage().contains("MSCCLPP_COMM_ID"), e.getMessage());
+            assertEquals(0, e.rank());
+        }
+    }
 }
