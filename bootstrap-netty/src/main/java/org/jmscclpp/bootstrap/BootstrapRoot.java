@@ -45,7 +45,8 @@ import reactor.core.scheduler.Schedulers;
  * reported on {@link #problems()}; the root goes on waiting for the right ranks. Stray connections
  * (no proof of the job secret, garbage, silence) are dropped by the {@link PreambleHandler}. A rank that
  * disconnects after checking in, or a deadline that passes first, fails the job: every waiting
- * rank, and every rank that checks in later, is told why (naming the missing or dead ranks).
+ * rank, and every rank that checks in later, is told why (naming the missing or dead ranks, and the
+ * check-ins it refused).
  *
  * <p>Once every rank has checked in the root stops listening, so the next job on the same fixed
  * port never reaches it.
@@ -73,6 +74,9 @@ final class BootstrapRoot implements AutoCloseable {
     /** Connections that failed their handshake while collecting, and the last one's reason and address. */
     private int handshakeFailures;
     private String lastHandshakeFailure = "";
+    /** Check-ins refused (a wrong job size, a rank outside it, a second check-in), named by the TIMEOUT. */
+    private int refusals;
+    private String lastRefusal = "";
     private State state = State.COLLECTING;
     private @Nullable JmscclppException failure;
 
@@ -313,6 +317,10 @@ final class BootstrapRoot implements AutoCloseable {
                             state = State.WIRED;
                         }
                     }
+                    if (refused != null) {
+                        refusals++;
+                        lastRefusal = refused.detail() + ", from " + ch.remoteAddress();
+                    }
                 }
             }
         }
@@ -410,10 +418,14 @@ final class BootstrapRoot implements AutoCloseable {
         int arrived;
         int failures;
         String lastFailure;
+        int refused;
+        String lastRefused;
         synchronized (this) {
             arrived = count;
             failures = handshakeFailures;
             lastFailure = lastHandshakeFailure;
+            refused = refusals;
+            lastRefused = lastRefusal;
             for (int r = 0; r < expectedSize && missing.size() < 32; r++) {
                 if (checkedIn[r] == null) {
                     missing.add(r);
@@ -427,7 +439,9 @@ final class BootstrapRoot implements AutoCloseable {
                         + (expectedSize - arrived > missing.size() ? ", ..." : "") + " (" + why + ")"
                         + (failures == 0 ? "" : "; " + failures + " connection" + (failures == 1 ? "" : "s")
                         + " failed the handshake (the last: " + lastFailure + "): a rank with another "
-                        + BootstrapOptions.SECRET_ENV + ", or another job's?"))
+                        + BootstrapOptions.SECRET_ENV + ", or another job's?")
+                        + (refused == 0 ? "" : "; " + refused + " check-in" + (refused == 1 ? " was" : "s were")
+                        + " refused (the last: " + lastRefused + ")"))
                 .peer(missing.isEmpty() ? JmscclppException.NONE : missing.getFirst()).phase("root check-in").build();
     }
 

@@ -501,6 +501,24 @@ class BadInputTest {
     }
 
     @Test
+    void theRootsTimeoutNamesTheCheckInItRefused() {
+        // rank 1 came with another job size: the root refused it and went on waiting; its TIMEOUT must not
+        // say only that rank 1 never checked in
+        BootstrapOptions quick = BootstrapOptions.builderFrom(Map.of()).initTimeout(Duration.ofSeconds(3)).build();
+        TcpBootstrap rank0 = bootstrap(0, 2, quick);
+        UniqueId id = rank0.createUniqueId();
+        CompletableFuture<TcpBootstrap> rank0Init = rank0.initialize(id).toFuture();
+        JmscclppException offender = initializeFails(bootstrap(1, 3, quick), id);
+        assertEquals(ErrorCode.INVALID_USAGE, offender.code(), offender.getMessage());
+
+        JmscclppException e = causeOf(rank0Init);
+        assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+        assertTrue(e.detail().contains("never checked in: rank 1"), e.getMessage());
+        assertTrue(e.detail().contains("1 check-in was refused (the last: rank 1 says the job has 3 ranks, but the "
+                + "root serves a job of 2, from /"), e.getMessage());
+    }
+
+    @Test
     void duplicateRankIsRefusedWithInvalidUsage() {
         Job job = new Job();
         job.startAllBut(N - 1);
