@@ -5,6 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
@@ -76,6 +78,12 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
     /** The key under which rank 0 publishes the unique id in a launcher's store. */
     static final String STORE_KEY = "jmscclpp/unique_id";
 
+    /**
+     * Bootstraps each rank of this process has made through a torchrun store key: the n-th one uses the key
+     * suffixed with {@code /n}, so that it never reads the id an earlier bootstrap left under the key.
+     */
+    private static final Map<String, AtomicLong> TORCH_STORE_JOINS = new ConcurrentHashMap<>();
+
     private static final String PHASE = "rank environment";
     private static final String HOW_TO = "start the ranks with 'jmscclpp run -n N SAMPLE', mpirun, torchrun or "
             + "srun, or set JMSCCLPP_RANK, JMSCCLPP_WORLD_SIZE, MSCCLPP_COMM_ID=ip:port and MSCCLPP_BOOTSTRAP_SECRET";
@@ -125,8 +133,9 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
         }
 
         /**
-         * Rank 0 creates the unique id and sets it under {@code key} in torchrun's c10d TCPStore at
-         * {@code host:port}; the other ranks wait for the key there.
+         * Rank 0 creates the unique id and sets it under {@code key/n} in torchrun's c10d TCPStore at
+         * {@code host:port}; the other ranks wait for that key there. {@code n} counts the bootstraps this rank made
+         * through {@code key} before (0 for the first), so every rank must make them in the same order.
          */
         record TorchStore(String host, int port, String key) implements Rendezvous {
 
@@ -344,13 +353,17 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
 
     private UniqueId viaTorchStore(Rendezvous.TorchStore store, TcpBootstrap bs) {
         long deadline = System.nanoTime() + bs.initTimeout().toNanos();
+        // the store keeps a key for the whole run: a second bootstrap under the same key would find the first
+        // one's id (its root long gone) there before rank 0 set the new one
+        String key = store.key() + "/" + TORCH_STORE_JOINS.computeIfAbsent(store.host() + ":" + store.port() + "/"
+                + store.key() + "#" + rank, k -> new AtomicLong()).getAndIncrement();
         try (TorchStoreClient client = TorchStoreClient.connect(store.host(), store.port(), deadline, rank)) {
             if (rank == 0) {
                 UniqueId id = bs.createUniqueId();
-                client.set(store.key(), id.toBytes());
+                client.set(key, id.toBytes());
                 return id;
             }
-            return uniqueId(client.waitAndGet(store.key()), "torchrun's TCPStore at " + client.address());
+            return uniqueId(client.waitAndGet(key), "torchrun's TCPStore at " + client.address());
         }
     }
 

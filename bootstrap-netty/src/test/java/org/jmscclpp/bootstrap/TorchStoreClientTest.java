@@ -141,6 +141,36 @@ class TorchStoreClientTest {
     }
 
     @Test
+    void theSameRanksBootstrapAgainThroughTheStoreWithANewIdEachTime() throws Exception {
+        Assumptions.assumeTrue(torchInstalled(), "torch is not installed (pip install torch gives the CPU wheel); "
+                + "CI does not install it, the wheel is too large for its budget");
+        Process py = new ProcessBuilder("python3", "-c", PY_SERVER).redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(py.getInputStream(), StandardCharsets.UTF_8))) {
+            int port = Integer.parseInt(out.readLine().strip());
+            RankEnvironment.Rendezvous store = new RankEnvironment.Rendezvous.TorchStore("127.0.0.1", port,
+                    "jmscclpp/unique_id/again/0");
+            BootstrapOptions options = BootstrapOptions.builder().initTimeout(Duration.ofSeconds(5)).build();
+            RankEnvironment env0 = new RankEnvironment(0, 2, 0, store);
+            RankEnvironment env1 = new RankEnvironment(1, 2, 1, store);
+            for (int round = 0; round < 3; round++) {
+                // rank 0 comes late: rank 1 must wait for this round's id, not take the last round's (whose root
+                // is closed) from the store
+                var both = Mono.zip(env1.bootstrap(options),
+                        Mono.delay(Duration.ofMillis(300)).then(env0.bootstrap(options))).block(Duration.ofSeconds(20));
+                try (TcpBootstrap b1 = both.getT1(); TcpBootstrap b0 = both.getT2()) {
+                    byte[] all = Mono.zip(b0.allGather(new byte[] {(byte) round}, Duration.ofSeconds(10)),
+                            b1.allGather(new byte[] {11}, Duration.ofSeconds(10))).block(Duration.ofSeconds(20)).getT2();
+                    assertArrayEquals(new byte[] {(byte) round, 11}, all, "round " + round);
+                }
+            }
+        } finally {
+            py.destroy();
+            py.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void aClosedPortIsATimeoutNamingTheAddress() throws Exception {
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
