@@ -135,7 +135,12 @@ public final class BootstrapOptions {
                 throw invalid(what + " must be at most " + MAX_TIMEOUT.toSeconds() + " seconds ("
                         + MAX_TIMEOUT.toDays() + " days), got '" + value + "'");
             }
-            return Duration.ofNanos((long) (s * 1e9));
+            long nanos = (long) (s * 1e9);
+            if (nanos < 1) {
+                throw invalid(what + " must be a positive number of seconds, got '" + value
+                        + "', less than a nanosecond");
+            }
+            return Duration.ofNanos(nanos);
         } catch (NumberFormatException e) {
             throw invalid(what + " is not a number of seconds: '" + value + "'");
         }

@@ -34,6 +34,20 @@ class BootstrapOptionsTest {
         }
     }
 
+    /** A positive value below a nanosecond is refused naming the variable, not the builder's initTimeout of PT0S. */
+    @Test
+    void aTimeoutBelowANanosecondIsInvalidUsageNamingTheVariable() {
+        for (String seconds : new String[] {"1e-12", "0.0000000001"}) {
+            JmscclppException e = assertThrows(JmscclppException.class,
+                    () -> BootstrapOptions.builderFrom(Map.of("MSCCLPP_BOOTSTRAP_TIMEOUT", seconds)));
+            assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+            assertTrue(e.detail().contains("MSCCLPP_BOOTSTRAP_TIMEOUT must be a positive number of seconds, got '"
+                    + seconds + "'"), e.detail());
+        }
+        assertEquals(Duration.ofNanos(1), BootstrapOptions.builderFrom(Map.of("MSCCLPP_BOOTSTRAP_TIMEOUT", "1e-9"))
+                .build().initTimeout());
+    }
+
     /** A caller's "forever" given to the builder is cut to a year, which no deadline arithmetic overflows. */
     @Test
     void theBuildersForeverIsAYear() {
