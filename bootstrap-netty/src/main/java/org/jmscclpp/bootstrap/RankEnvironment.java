@@ -139,6 +139,14 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
          */
         record TorchStore(String host, int port, String key) implements Rendezvous {
 
+            /** Checks the values; a blank host or key, or a port outside [1, 65535], is {@link ErrorCode#INVALID_USAGE}. */
+            public TorchStore {
+                if (host == null || host.isBlank() || port < 1 || port > 65535 || key == null || key.isBlank()) {
+                    throw invalid("torchrun's store needs a host, a port in [1, 65535] and a key, got host '" + host
+                            + "', port " + port + ", key '" + key + "'");
+                }
+            }
+
             @Override
             public String describe() {
                 return "the unique id goes through torchrun's TCPStore at " + host + ":" + port + " (key " + key + ")";
@@ -147,6 +155,14 @@ public record RankEnvironment(int rank, int worldSize, int localRank, Rendezvous
 
         /** Rank 0 creates the unique id and shares it through the launcher's store {@code store} (PMIx) under {@code key}. */
         record LauncherKeyValue(String store, String key) implements Rendezvous {
+
+            /** Checks the values; a blank store name or key is {@link ErrorCode#INVALID_USAGE}. */
+            public LauncherKeyValue {
+                if (store == null || store.isBlank() || key == null || key.isBlank()) {
+                    throw invalid("the launcher's store needs a name and a key, got store '" + store + "', key '"
+                            + key + "'");
+                }
+            }
 
             @Override
             public String describe() {

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 class RankEnvironmentTest {
 
@@ -215,6 +217,23 @@ class RankEnvironmentTest {
             assertTrue(e.getMessage().contains("'" + address + "'"), e.getMessage());
         }
         invalid(Map.of("RANK", "0", "WORLD_SIZE", "1", "MASTER_ADDR", "node", "MASTER_PORT", "port"));
+    }
+
+    @Test
+    void aStoreRendezvousBuiltWithBadValuesIsInvalidUsage() {
+        // checked as a root address is: a TorchStore of port 70000 got as far as the join, which ended with a raw
+        // IllegalArgumentException from InetSocketAddress
+        List<Executable> bad = List.of(
+                () -> new RankEnvironment.Rendezvous.TorchStore("node", 70_000, "k"),
+                () -> new RankEnvironment.Rendezvous.TorchStore("node", 0, "k"),
+                () -> new RankEnvironment.Rendezvous.TorchStore(" ", 29_400, "k"),
+                () -> new RankEnvironment.Rendezvous.TorchStore("node", 29_400, ""),
+                () -> new RankEnvironment.Rendezvous.LauncherKeyValue("", "k"),
+                () -> new RankEnvironment.Rendezvous.LauncherKeyValue("PMIx", " "));
+        for (Executable b : bad) {
+            JmscclppException e = assertThrows(JmscclppException.class, b);
+            assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+        }
     }
 
     private static JmscclppException invalid(Map<String, String> env) {
