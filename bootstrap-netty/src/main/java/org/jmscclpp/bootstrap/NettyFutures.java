@@ -39,6 +39,23 @@ final class NettyFutures {
         }));
     }
 
+    /**
+     * A failed connect in words. Netty's message is the JDK exception's followed by the address, and the JDK gives
+     * some no message (an unreachable host's {@code NoRouteToHostException}): "null: /10.0.0.5:5000" reads
+     * "NoRouteToHostException: /10.0.0.5:5000" here.
+     */
+    static String connectFailure(Throwable error) {
+        String message = error.getMessage();
+        Throwable cause = error.getCause();
+        if (message == null) {
+            return error.getClass().getSimpleName();
+        }
+        if (cause != null && cause.getMessage() == null && message.startsWith("null")) {
+            return cause.getClass().getSimpleName() + message.substring("null".length());
+        }
+        return message;
+    }
+
     private static Throwable causeOf(Future<?> f) {
         Throwable cause = f.cause();
         return cause != null ? cause : new CancellationException("the Netty operation was cancelled");

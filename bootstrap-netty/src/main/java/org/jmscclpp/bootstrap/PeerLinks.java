@@ -386,8 +386,8 @@ final class PeerLinks {
                 .connect(address);
         NettyFutures.toMono(connecting).subscribe(ch -> { }, error -> {
             JmscclppException e = JmscclppException.builder(ErrorCode.REMOTE_ERROR, "cannot connect to rank " + peer
-                    + " at " + address + ": " + error.getMessage()).rank(rank).peer(peer).phase("connect")
-                    .cause(error).build();
+                    + " at " + address + ": " + NettyFutures.connectFailure(error)).rank(rank).peer(peer)
+                    .phase("connect").cause(error).build();
             result.fail(e);
             events.onUnreachable(peer, e);
         });

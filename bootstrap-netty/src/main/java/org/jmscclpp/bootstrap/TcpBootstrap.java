@@ -503,7 +503,7 @@ public final class TcpBootstrap implements Bootstrap {
                 }
             });
         }, error -> {
-            rootUnreachable = String.valueOf(error.getMessage());
+            rootUnreachable = NettyFutures.connectFailure(error);
             retry.run();
         });
     }

@@ -2,6 +2,7 @@ package org.jmscclpp.bootstrap;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -498,6 +499,18 @@ class BadInputTest {
         List<JmscclppException> problems = job.rootProblems();
         assertOnlyInvalidUsage(problems);
         assertEquals(1, problems.size(), "the refused rank must not keep checking in: " + problems);
+    }
+
+    @Test
+    void aRootThatCannotBeReachedIsNamedByTheErrorNotByNull() {
+        // connecting to the broadcast address fails with a NoRouteToHostException without a message: the TIMEOUT
+        // said "last attempt: null: /255.255.255.255:port"
+        BootstrapOptions quick = BootstrapOptions.builderFrom(Map.of("MSCCLPP_BOOTSTRAP_INSECURE", "1"))
+                .initTimeout(Duration.ofSeconds(2)).build();
+        JmscclppException e = causeOf(bootstrap(1, 2, quick).initialize("255.255.255.255:29640").toFuture());
+        assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+        assertTrue(e.detail().contains("(last attempt: "), e.getMessage());
+        assertFalse(e.detail().contains("last attempt: null"), e.getMessage());
     }
 
     @Test
