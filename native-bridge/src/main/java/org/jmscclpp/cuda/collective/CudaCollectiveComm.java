@@ -640,6 +640,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
                 MemorySegment.ofArray(row.array()));
     }
 
+    /** The completion thread completes the calls, so a close() from a call's callback runs there. */
+    @Override
+    protected boolean onCallThread() {
+        return Thread.currentThread() == poller;
+    }
+
     @Override
     protected void release() {
         Thread t = poller;
