@@ -7,13 +7,12 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
 
+import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.ErrorCode;
 import org.jmscclpp.core.JmscclppException;
 import org.jmscclpp.core.spi.Waiting;
-import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.cuda.CudaStream;
-import org.jmscclpp.cuda.kernel.DeviceAbortFlag;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -28,15 +27,54 @@ import org.jspecify.annotations.Nullable;
  * <p>The thread starts with the first copy-engine call and then polls the ring: it spins while
  * requests come (10 ms after the last one: calls of a GiB take milliseconds, and a request found
  * late delays the whole call; yielding its carrier every 200 µs, {@link Waiting.Backoff}), then
- * parks for growing intervals up to 50 µs, and up to a millisecond after 100 ms without a request. A call issued here wakes it; a CUDA
- * graph's replay does not go through the host, so its first call after a long pause may wait up
- * to that millisecond (calls of this algorithm run at tens of MiB and up).
+ * parks for growing intervals up to 50 µs, and up to a millisecond after 100 ms without a request.
+ * A call issued here wakes it; a CUDA graph's replay does not go through the host, so its first
+ * call after a long pause may wait up to that millisecond (calls of this algorithm run at tens of
+ * MiB and up).
  *
  * <p>A copy or stream write the driver refuses fails the communicator: the proxy records the
- * error ({@link #failure()}) and raises the abort flag, so that the kernels waiting for its words
- * give up, and the completion thread fails their calls with it.
+ * error ({@link #failure()}) and calls its failure action (the communicator raises the abort
+ * flag), so that the kernels waiting for its words give up, and the completion thread fails their
+ * calls with it. So does a request with a lane it lacks or a negative size, and one overwritten
+ * before it was read.
  */
 final class CopyProxy implements AutoCloseable {
+
+    /** Where the requests of one peer go: that peer's copy stream ({@link #of(CudaStream)}). */
+    interface Lane {
+        void copyAsync(long dst, long src, long bytes);
+
+        void writeValueAsync(long address, long value);
+
+        boolean isIdle();
+
+        void synchronize(Duration timeout, String what);
+
+        static Lane of(CudaStream s) {
+            return new Lane() {
+                @Override
+                public void copyAsync(long dst, long src, long bytes) {
+                    s.copyAsync(dst, src, bytes);
+                }
+
+                @Override
+                public void writeValueAsync(long address, long value) {
+                    s.writeValueAsync(address, value);
+                }
+
+                @Override
+                public boolean isIdle() {
+                    return s.isIdle();
+                }
+
+                @Override
+                public void synchronize(Duration timeout, String what) {
+                    s.synchronize(timeout, what);
+                }
+            };
+        }
+    }
+
     /** Request slots of the ring (collectives.cu's kCeSlots). */
     static final int SLOTS = 64;
     /** Bytes of a request: dst, src, bytes, in word, out word, value, lane, sequence (kCeRequestWords). */
@@ -48,9 +86,9 @@ final class CopyProxy implements AutoCloseable {
     private static final long IDLE_NS = 100_000_000;
 
     private final int rank;
-    private final DeviceBuffer ring;
-    private final CudaStream[] lanes;
-    private final DeviceAbortFlag abortFlag;
+    private final MemorySegment ring;
+    private final Lane[] lanes;
+    private final Runnable onFailure;
     private final Duration timeout;
     private final Object starting = new Object();
     private volatile boolean closed;
@@ -58,17 +96,19 @@ final class CopyProxy implements AutoCloseable {
     private volatile @Nullable JmscclppException failure;
 
     /**
-     * A proxy for {@code rank} over {@code ring} (pinned host memory of {@link #SLOTS} requests,
-     * zeroed) with a copy stream per peer; it owns neither.
+     * A proxy for {@code rank} over {@code ring} (host memory of {@link #SLOTS} requests, zeroed: the
+     * host view of the pinned ring the kernels write) with a lane per peer; it owns neither.
+     * {@code onFailure} runs once when a request cannot be served.
      */
-    CopyProxy(int rank, DeviceBuffer ring, CudaStream[] lanes, DeviceAbortFlag abortFlag, Duration timeout) {
-        if (ring.size() < (long) SLOTS * REQUEST_BYTES) {
-            throw new IllegalArgumentException("a ring of " + ring.size() + " bytes");
+    CopyProxy(int rank, MemorySegment ring, Lane[] lanes, Runnable onFailure, Duration timeout) {
+        if (ring.byteSize() < (long) SLOTS * REQUEST_BYTES) {
+            throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "a copy request ring of " + ring.byteSize()
+                    + " bytes, not " + SLOTS * REQUEST_BYTES).rank(rank).phase("copy proxy").build();
         }
         this.rank = rank;
         this.ring = ring;
         this.lanes = lanes.clone();
-        this.abortFlag = abortFlag;
+        this.onFailure = onFailure;
         this.timeout = timeout;
     }
 
@@ -97,7 +137,7 @@ final class CopyProxy implements AutoCloseable {
     }
 
     private void serve() {
-        MemorySegment r = ring.hostSegment();
+        MemorySegment r = ring;
         long next = 0;
         // spinning, it yields its carrier every 200 µs (another virtual thread queued there gets in)
         Waiting.Backoff backoff = new Waiting.Backoff(50_000, SPIN_NS);
@@ -109,6 +149,10 @@ final class CopyProxy implements AutoCloseable {
                     handle(r, at, next);
                 } catch (JmscclppException e) {
                     fail(e);
+                    return;
+                } catch (RuntimeException e) {
+                    fail(JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "copy request " + next + ": " + e)
+                            .rank(rank).phase("copy proxy").cause(e).build());
                     return;
                 }
                 next++;
@@ -143,7 +187,7 @@ final class CopyProxy implements AutoCloseable {
             throw JmscclppException.builder(ErrorCode.INTERNAL_ERROR, "copy request " + number + " names lane " + lane
                     + " of " + lanes.length + ", " + bytes + " bytes").rank(rank).phase("copy proxy").build();
         }
-        CudaStream s = lanes[(int) lane];
+        Lane s = lanes[(int) lane];
         s.copyAsync(dst, src, bytes);
         s.writeValueAsync(in, value);
         s.writeValueAsync(out, value);
@@ -151,12 +195,12 @@ final class CopyProxy implements AutoCloseable {
 
     private void fail(JmscclppException e) {
         failure = e;
-        abortFlag.raise();
+        onFailure.run();
     }
 
     /** Whether every copy and stream write it enqueued is done. */
     boolean idle() {
-        for (CudaStream s : lanes) {
+        for (Lane s : lanes) {
             if (!s.isIdle()) {
                 return false;
             }
@@ -182,7 +226,7 @@ final class CopyProxy implements AutoCloseable {
                         .rank(rank).phase("close").cause(e).build();
             }
         }
-        for (CudaStream s : lanes) {
+        for (Lane s : lanes) {
             s.synchronize(timeout, "the copy proxy's copies");
         }
     }

@@ -407,11 +407,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             // the copy-engine algorithms' request ring and a copy stream per peer, then their proxy
             // (closed first: it stops and waits for its copies before they go)
             DeviceBuffer ceRing = own(owned, CopyProxy.allocateRing(cuda));
-            CudaStream[] lanes = new CudaStream[Math.max(0, n - 1)];
+            CopyProxy.Lane[] lanes = new CopyProxy.Lane[Math.max(0, n - 1)];
             for (int i = 0; i < lanes.length; i++) {
-                lanes[i] = own(owned, cuda.createStream("copy engine lane " + i + " of rank " + rank));
+                lanes[i] = CopyProxy.Lane.of(own(owned, cuda.createStream("copy engine lane " + i + " of rank " + rank)));
             }
-            CopyProxy copyProxy = own(owned, new CopyProxy(rank, ceRing, lanes, abortFlag, timeout));
+            CopyProxy copyProxy = own(owned, new CopyProxy(rank, ceRing.hostSegment(), lanes, abortFlag::raise,
+                    timeout));
             stream.fillAsync(scratch.address(), (byte) 0, scratch.size());
             stream.fillAsync(state.address(), (byte) 0, state.size());
             stream.synchronize(timeout, "zeroing the collective scratch");
