@@ -103,6 +103,8 @@ public final class Communicator implements AutoCloseable {
     /** Transport providers' sessions, opened on first use; also in {@link #owned}. Guarded by lock. */
     private final Map<TransportProvider, TransportProvider.Session> sessions = new HashMap<>();
     private boolean closed;
+    /** Completes on {@link #close()}: steps still running then end at once instead of at their deadlines. */
+    private final Sinks.Empty<Void> closing = Sinks.empty();
     private final AbortSignal abortSignal = AbortSignal.create();
     private final Disposable failureWatch;
     /** Where steps do their local work, which may block briefly. */
@@ -289,9 +291,9 @@ public final class Communicator implements AutoCloseable {
                 batch.forEach(Step::startQueuedRun);
             }
             long deadline = Waiting.deadline(timeout);
-            return Flux.fromIterable(batch).concatMap(s -> s.runQueuedSend(deadline))
+            return untilClosed(Flux.fromIterable(batch).concatMap(s -> s.runQueuedSend(deadline))
                     .thenMany(Flux.fromIterable(batch).concatMap(s -> s.runQueuedReceive(deadline)))
-                    .then()
+                    .then(), "setup")
                     .doOnError(e -> settle(batch, e))
                     .doOnCancel(() -> settle(batch, null));
         });
@@ -323,6 +325,12 @@ public final class Communicator implements AutoCloseable {
             }
         }
         again.forEach(s -> s.fail(closedBeforeSetup(s)));
+    }
+
+    /** {@code run}, ended with ABORTED when {@link #close()} comes first (what it waits for is then cancelled). */
+    private <T> Mono<T> untilClosed(Mono<T> run, String phase) {
+        return run.or(closing.asMono().then(Mono.error(() -> JmscclppException.builder(ErrorCode.ABORTED,
+                "the communicator was closed while this step ran").rank(rank()).phase(phase).build())));
     }
 
     private JmscclppException closedBeforeSetup(Step<?> s) {
@@ -456,7 +464,11 @@ public final class Communicator implements AutoCloseable {
     // ------------------------------------------------------------------------------------------
     // lifecycle
 
-    /** Releases every connection, mapping and semaphore this communicator made, newest first. Idempotent. */
+    /**
+     * Releases every connection, mapping and semaphore this communicator made, newest first. Steps
+     * still running (an immediate step's Mono, a {@link #setup} or {@link #mesh} in progress) end at
+     * once with {@link ErrorCode#ABORTED} rather than at their deadlines. Idempotent.
+     */
     @Override
     public void close() {
         List<AutoCloseable> toClose;
@@ -471,6 +483,7 @@ public final class Communicator implements AutoCloseable {
             queued.forEach(s -> s.fail(closedBeforeSetup(s)));
             queued.clear();
         }
+        closing.tryEmitEmpty();
         Closeables.closeAll(toClose);   // the deque holds newest first
     }
 
@@ -697,7 +710,8 @@ public final class Communicator implements AutoCloseable {
             // own send), so "receive then send" on both ranks cannot deadlock.
             Mono<Void> sendPart = Mono.defer(() -> runSend(Waiting.deadline(timeout))).cache();
             Mono<T>[] self = newRun();
-            Mono<T> receivePart = sendPart.then(Mono.defer(() -> runReceive(Waiting.deadline(timeout))))
+            Mono<T> receivePart = untilClosed(sendPart.then(Mono.defer(() -> runReceive(Waiting.deadline(timeout)))),
+                    phase()).onErrorMap(this::located)
                     .doOnSuccess(v -> finished = true)
                     .doOnError(e -> giveUpIfRetryable(self[0]))
                     .cache();

@@ -2,6 +2,7 @@ package org.jmscclpp.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -199,6 +200,32 @@ class CommunicatorTest {
             assertEquals(ErrorCode.ABORTED, assertThrows(JmscclppException.class,
                     () -> queued.block(CommunicatorGroup.WAIT)).code());
             assertInvalid(() -> g.comm(0).recvMemory(1, 0));
+        }
+    }
+
+    /** A step waiting for a silent peer when its communicator closes ends then, not 30 s later at its deadline. */
+    @Test
+    void closingEndsRunningStepsAtOnce() throws Exception {
+        try (CommunicatorGroup g = new CommunicatorGroup(2, dir)) {
+            CompletableFuture<Connection> immediate = g.comm(0).connect(1, 4, HOST_IPC, Duration.ofSeconds(30))
+                    .toFuture();
+            g.comm(1).connectOnSetup(0, 6, HOST_IPC);
+            CompletableFuture<Void> setup = g.comm(1).setup(Duration.ofSeconds(30)).toFuture();
+            Thread.sleep(200);
+            long start = System.nanoTime();
+            g.comm(0).close();
+            g.comm(1).close();
+            for (CompletableFuture<?> f : List.of(immediate, setup)) {
+                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> f.get(20, TimeUnit.SECONDS));
+                JmscclppException je = assertInstanceOf(JmscclppException.class, e.getCause());
+                assertEquals(ErrorCode.ABORTED, je.code(), je.getMessage());
+                assertTrue(je.getMessage().contains("closed"), je.getMessage());
+            }
+            assertEquals(4, ((JmscclppException) assertThrows(java.util.concurrent.ExecutionException.class,
+                    immediate::get).getCause()).tag());
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(ms < 5000, "the steps ended " + ms + " ms after close");
         }
     }
 
