@@ -90,9 +90,14 @@ public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
             this.expectedAddress = expected.address();
         }
 
-        /** Raises the peer's inbound token by one with release semantics: this thread's earlier stores become visible first. */
+        /**
+         * Raises the peer's inbound token by one with release semantics: this thread's earlier stores become visible first.
+         *
+         * @throws JmscclppException {@link ErrorCode#INVALID_USAGE} when the tokens' memory was closed (its
+         *                           communicator was closed), as {@link #await} and {@link #poll} do
+         */
         public void signal() {
-            Tokens.addRelease(hostView(remoteInbound), 0, 1);
+            raise("device semaphore signal");
         }
 
         /**
@@ -100,7 +105,15 @@ public final class MemoryDevice2DeviceSemaphore implements AutoCloseable {
          * read-modify-write, so this is the same atomic add; on x86 the two cost the same.
          */
         public void relaxedSignal() {
-            Tokens.addRelease(hostView(remoteInbound), 0, 1);
+            raise("device semaphore relaxedSignal");
+        }
+
+        private void raise(String phase) {
+            try {
+                Tokens.addRelease(hostView(remoteInbound), 0, 1);
+            } catch (IllegalStateException e) {
+                throw Host2HostSemaphore.closed(context, phase, e);
+            }
         }
 
         /**

@@ -48,6 +48,25 @@ class SemaphoreCloseTest {
         }
     }
 
+    /** After the close, a memory device handle's signals and waits are INVALID_USAGE, not a raw IllegalStateException. */
+    @Test
+    void aMemoryDeviceHandleSignalAfterItsCommunicatorClosedIsInvalidUsage() {
+        try (CommunicatorGroup g = new CommunicatorGroup(2, dir)) {
+            List<Connection> conns = g.onEveryRank(r -> g.comm(r).connect(1 - r, 0, EndpointConfig.of(Transport.HOST_IPC)));
+            List<MemoryDevice2DeviceSemaphore> sems = g.onEveryRank(
+                    r -> MemoryDevice2DeviceSemaphore.build(g.comm(r), conns.get(r)));
+            MemoryDevice2DeviceSemaphore.DeviceHandle handle = sems.get(0).deviceHandle();
+            handle.signal();
+            g.comm(0).close();
+            for (org.junit.jupiter.api.function.Executable call : List.<org.junit.jupiter.api.function.Executable>of(
+                    handle::signal, handle::relaxedSignal, handle::poll, () -> handle.await(Duration.ofMillis(10)))) {
+                JmscclppException e = org.junit.jupiter.api.Assertions.assertThrows(JmscclppException.class, call);
+                org.junit.jupiter.api.Assertions.assertEquals(org.jmscclpp.core.ErrorCode.INVALID_USAGE, e.code(),
+                        e.getMessage());
+            }
+        }
+    }
+
     /** Closes rank 0's communicator: {@code waiting} then fails with a JmscclppException within 10 s. */
     private static void endsTypedSoonAfterClose(CommunicatorGroup g, CompletableFuture<Void> waiting) {
         long start = System.nanoTime();
