@@ -775,6 +775,13 @@ public final class TcpBootstrap implements Bootstrap {
             if (excluded.contains(rank)) {
                 throw usage("shrink", "this rank is in the excluded set " + excluded);
             }
+            // checked before this bootstrap counts as shrunk: a bad timeout leaves the one shrink it has
+            BootstrapOptions nextOptions;
+            try {
+                nextOptions = options.toBuilder().initTimeout(timeout).build();
+            } catch (JmscclppException e) {
+                throw usage("shrink", e.detail());
+            }
             AddressBook b;
             TcpUniqueId id;
             synchronized (this) {
@@ -798,8 +805,7 @@ public final class TcpBootstrap implements Bootstrap {
             InetSocketAddress rootAt = InterfaceSelector.reachableFrom(
                     Objects.requireNonNull(b.address(leader), "leader address"), b.address(rank).getAddress());
             TcpUniqueId next = new TcpUniqueId(rootAt, shrunkSecret(id.secret(), size, excluded));
-            TcpBootstrap nb = create(survivors.indexOf(rank), survivors.size(),
-                    options.toBuilder().initTimeout(timeout).build());
+            TcpBootstrap nb = create(survivors.indexOf(rank), survivors.size(), nextOptions);
             Mono<Void> freePort = rank != leader || links == null ? Mono.empty()
                     : links().closeListener().onErrorResume(e -> Mono.empty());
             LOG.log(Level.INFO, "rank {0}: shrinking to the {1} ranks without {2}; rank {3} runs the root at {4}",

@@ -75,6 +75,28 @@ class ShrinkTest {
         }
     }
 
+    /** A shrink refused for its timeout is INVALID_USAGE naming the rank, and leaves the bootstrap its one shrink. */
+    @Test
+    void aBadTimeoutIsInvalidUsageAndLeavesTheShrinkToCome() {
+        try (LocalJob job = LocalJob.withId(3, BootstrapOptions.builder().build(), WAIT)) {
+            for (Duration bad : List.of(Duration.ZERO, Duration.ofSeconds(-1))) {
+                JmscclppException e = assertThrows(JmscclppException.class,
+                        () -> job.rank(0).shrink(Set.of(2), bad).block(WAIT));
+                assertEquals(ErrorCode.INVALID_USAGE, e.code(), e.getMessage());
+                assertEquals(0, e.rank(), e.getMessage());
+                assertEquals("shrink", e.phase(), e.getMessage());
+            }
+            List<TcpBootstrap> smaller = Flux.merge(job.rank(0).shrink(Set.of(2), WAIT),
+                    job.rank(1).shrink(Set.of(2), WAIT)).collectList().block(WAIT);
+            try {
+                assertEquals(2, smaller.size());
+                smaller.forEach(b -> assertEquals(2, b.size()));
+            } finally {
+                smaller.forEach(TcpBootstrap::close);
+            }
+        }
+    }
+
     @Test
     void survivorsThatDisagreeOnTheExcludedSetTimeOutInsteadOfJoiningEachOther() {
         try (LocalJob job = LocalJob.withId(4, BootstrapOptions.builder().build(), WAIT)) {
