@@ -360,11 +360,22 @@ final class BootstrapRoot implements AutoCloseable {
 
     private void clientClosed(Channel ch) {
         int lost = -1;
+        boolean done = false;
         synchronized (this) {
             clients.remove(ch);
-            if (state != State.COLLECTING) {
+            if (state == State.WIRED) {
+                done = clients.isEmpty();
+            } else if (state != State.COLLECTING) {
                 return;
             }
+        }
+        if (done) {
+            // every welcome is out and its connection closed: the root has stopped, so its event
+            // loops go now, not when the bootstrap that created the id is closed (if ever)
+            close();
+            return;
+        }
+        synchronized (this) {
             for (int r = 0; r < expectedSize; r++) {
                 if (checkedIn[r] == ch) {
                     lost = r;

@@ -61,4 +61,29 @@ class TcpBootstrapSmokeTest {
         }
         assertEquals(0, TcpBootstrap.eventLoopUsers());
     }
+
+    /**
+     * README's pattern: one bootstrap only creates the id, and the ranks join with the static
+     * {@code initialize}. Once they are wired the root has stopped, and the event loops go when the
+     * ranks close, without closing the bootstrap that created the id (the README never does).
+     */
+    @org.junit.jupiter.api.Test
+    void theRootOfAnIdReleasesTheEventLoopsOnceTheRanksAreWired() throws InterruptedException {
+        TcpBootstrap idMaker = TcpBootstrap.create(0, 2);
+        try {
+            UniqueId id = idMaker.createUniqueId();
+            List<TcpBootstrap> ranks = Flux.merge(TcpBootstrap.initialize(0, 2, id, Duration.ofSeconds(20)),
+                    TcpBootstrap.initialize(1, 2, id, Duration.ofSeconds(20))).collectList().block(Duration.ofSeconds(20));
+            Flux.fromIterable(ranks).flatMap(b -> b.barrier()).then().block(Duration.ofSeconds(20));
+            ranks.forEach(TcpBootstrap::close);
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (TcpBootstrap.eventLoopUsers() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(0, TcpBootstrap.eventLoopUsers(), "the wired root still holds the event loops");
+        } finally {
+            idMaker.close();
+        }
+        assertEquals(0, TcpBootstrap.eventLoopUsers());
+    }
 }
