@@ -56,6 +56,11 @@ final class RunCommand implements SampleArgs.Checked {
             throw new IllegalArgumentException("--timeout must be a positive number of seconds, got "
                     + timeoutSeconds);
         }
+        // below a nanosecond the deadline would be zero: every rank stopped at once as 'still running after 0 s'
+        if (timeout().isZero()) {
+            throw new IllegalArgumentException("--timeout must be at least a nanosecond (1e-9 s), got "
+                    + timeoutSeconds);
+        }
         if (Samples.find(sample).isEmpty()) {
             throw new IllegalArgumentException("unknown sample '" + sample + "'; " + Main.sampleNames());
         }

@@ -104,6 +104,10 @@ class RunCommandTest {
         assertEquals(2, cli("-n", "two", "exit-code", "0").code());
         assertEquals(2, cli("-n", "2").code());
         assertEquals(2, cli("-n", "2", "--timeout", "-1", "exit-code", "0").code());
+        Cli tiny = cli("-n", "2", "--timeout", "1e-12", "exit-code", "0");
+        assertEquals(2, tiny.code(), "a timeout below a nanosecond is zero: " + tiny.err());
+        assertTrue(String.join("\n", tiny.err()).contains("--timeout must be at least a nanosecond"),
+                tiny.err().toString());
         assertEquals(2, cli("-n", "2", "--bogus", "1", "exit-code", "0").code());
         Cli unknown = cli("-n", "2", "no-such-sample");
         assertEquals(2, unknown.code());
