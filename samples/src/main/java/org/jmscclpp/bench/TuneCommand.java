@@ -80,6 +80,11 @@ public final class TuneCommand {
             return ExitCodes.OK;
         }
         try {
+            // as bench coll's --json and bench plot's --plot: the file's folder is made when missing
+            Path parent = target.toAbsolutePath().getParent();
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
             Files.writeString(target, table, StandardCharsets.UTF_8);
             out.println("bench tune: wrote " + target);
             return ExitCodes.OK;

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +17,7 @@ import org.jmscclpp.core.collective.DataType;
 import org.jmscclpp.core.collective.ReduceOp;
 import org.jmscclpp.core.collective.TuningTable;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class TuneCommandTest {
 
@@ -74,5 +79,23 @@ class TuneCommandTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TuneCommand.table(
                 List.of(ll, broken), List.of(Path.of("a"), Path.of("b"))));
         assertTrue(e.getMessage().startsWith("b has no correct out-of-place"), e.getMessage());
+    }
+
+    /** {@code --out} in a folder that does not exist yet makes it, as bench coll's --json and --plot do. */
+    @Test
+    void outInAMissingFolderIsWritten(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("sweep.json");
+        Files.writeString(json, CollJson.write(sweep("rsag", 2, new double[] {6}, 1024)), StandardCharsets.UTF_8);
+        Path out = dir.resolve("new/folder/tuning.txt");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try (PrintStream o = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+             PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            assertEquals(0, TuneCommand.run(List.of("--json", json.toString(), "--out", out.toString()), o, e),
+                    err::toString);
+            assertTrue(Files.readString(out).contains("rsag"));
+            // a folder is still a failure naming it
+            assertEquals(1, TuneCommand.run(List.of("--json", json.toString(), "--out", dir.toString()), o, e));
+        }
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("cannot write " + dir), err::toString);
     }
 }
