@@ -191,6 +191,11 @@ public final class NativeCallBench {
                 case "host" -> false;
                 default -> throw new IllegalArgumentException("--backend is cuda or host, not " + backend);
             };
+            if (!cuda && idleSeconds == 0) {
+                // the host backend measures the idle proxy alone: nothing would run, and exit 0 with no table
+                throw new IllegalArgumentException("--backend host measures only the idle proxy, which"
+                        + " --idle-seconds 0 skips: nothing to measure");
+            }
             return new Options(SampleArgs.range("--iters", iters, 1, Long.MAX_VALUE),
                     SampleArgs.range("--rounds", rounds, 1, Integer.MAX_VALUE),
                     SampleArgs.range("--device", device, 0, Integer.MAX_VALUE),

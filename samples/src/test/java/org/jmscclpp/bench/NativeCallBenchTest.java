@@ -177,7 +177,7 @@ class NativeCallBenchTest {
     @Test
     void badOptionsAreAUsageError() {
         for (List<String> args : List.of(List.of("--iters"), List.of("--iters", "x"), List.of("--rounds", "0"),
-                List.of("--backend", "tpu"), List.of("--what", "1"))) {
+                List.of("--backend", "tpu"), List.of("--what", "1"), List.of("--backend", "host", "--idle-seconds", "0"))) {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             assertEquals(ExitCodes.USAGE, NativeCallBench.run(args, new PrintStream(new ByteArrayOutputStream()),
                     new PrintStream(err, true, StandardCharsets.UTF_8)), args.toString());
