@@ -261,9 +261,18 @@ public record CollOptions(int ranks, int hosts, CollectiveKind kind, DataType ty
             if (plot != null && Files.isDirectory(plot)) {
                 throw new IllegalArgumentException("--plot " + plot + " is a folder; name a file");
             }
-            return new CollOptions(ranks, hosts, kind, type, reduction != null ? reduction : ReduceOp.SUM, root, backend,
-                    algorithm, minBytes, maxBytes, factor, iters, warmup, check, graph, nccl,
+            CollOptions o = new CollOptions(ranks, hosts, kind, type, reduction != null ? reduction : ReduceOp.SUM,
+                    root, backend, algorithm, minBytes, maxBytes, factor, iters, warmup, check, graph, nccl,
                     stage != null ? stage : backend.equals("host"), overhead, plot, json);
+            // sizes that hold no element are skipped: a sweep of only those would start the ranks for no row at all
+            if (o.sizes().stream().noneMatch(s -> o.run(s).count() > 0)) {
+                throw new IllegalArgumentException("no size from -b " + minBytes + " to -e " + maxBytes + " holds a "
+                        + type.label() + " element for " + CollectiveRun.sampleName(kind) + " on " + ranks + " ranks"
+                        + (kind == CollectiveKind.ALL_GATHER || kind == CollectiveKind.REDUCE_SCATTER
+                        || kind == CollectiveKind.ALL_TO_ALL ? " (a size is split among the ranks in whole 16-byte"
+                        + " chunks)" : "") + "; raise -e");
+            }
+            return o;
         }
     }
 

@@ -151,12 +151,16 @@ class CollBenchTest {
                 List.of("--algo", "port"), List.of("--baseline", "nccl"), List.of("-n"), List.of("--redop", "xor"),
                 List.of("--op", "broadcast", "--root", "2"), List.of("-d", "quad"), List.of("--ranks", "4", "--hosts", "3"),
                 List.of("--hosts", "0"),
+                // a sweep none of whose sizes holds an element started the ranks and exited 1 with no row
+                List.of("-b", "1", "-e", "1"), List.of("allgather", "-b", "8", "-e", "8"),
+                List.of("alltoall", "--ranks", "3", "-b", "8", "-e", "8"),
                 // a folder as the output is refused before the sweep, not after it
                 List.of("--json", dir.toString()), List.of("--plot", dir.toString()))) {
             Run r = bench(bad.toArray(String[]::new));
             assertEquals(ExitCodes.USAGE, r.code(), bad + ": " + r.err());
             assertTrue(r.err().startsWith("jmscclpp bench coll: "), r.err());
         }
+        assertEquals(3, CollOptions.parse(List.of("allgather", "-b", "8", "-e", "32")).sizes().size());
         Run noGpu = new Run(CollBench.run(List.of("--backend", "cuda"), System.out, System.err,
                 TestRankMain.class.getName(), List.of(), o -> Optional.of("no GPU")), "", "");
         assertEquals(ExitCodes.USAGE, noGpu.code());
