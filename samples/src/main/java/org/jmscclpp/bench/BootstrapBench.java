@@ -122,9 +122,14 @@ public final class BootstrapBench {
         }
 
         Options options() {
-            return new Options(SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE),
+            Options o = new Options(SampleArgs.range("--iters", iters, 1, Integer.MAX_VALUE),
                     SampleArgs.range("--warmup", warmup, 0, Integer.MAX_VALUE), sizes("--procs", procs),
                     sizes("--jvm", jvm), !noMpi);
+            if (o.procs().isEmpty() && o.jvm().isEmpty()) {
+                // each empty list skips its mode: both would print an empty table and exit 0
+                throw new IllegalArgumentException("--procs and --jvm are both empty: nothing to measure");
+            }
+            return o;
         }
     }
 

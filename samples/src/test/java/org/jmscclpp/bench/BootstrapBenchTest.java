@@ -135,6 +135,9 @@ class BootstrapBenchTest {
                 BootstrapBench.parse(List.of()));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--iters")));
         assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--jvm", "8,x")));
+        // either mode alone may be skipped, not both (an empty table and exit 0)
+        assertEquals(List.of(), BootstrapBench.parse(List.of("--procs=", "--jvm", "8")).procs());
+        assertThrows(IllegalArgumentException.class, () -> BootstrapBench.parse(List.of("--procs=", "--jvm=")));
     }
 
     @Test
