@@ -147,7 +147,9 @@ public final class Main {
             out.print(usage());
             return ExitCodes.OK;
         }
-        if (args.getFirst().equals("-h") || args.getFirst().equals("--help")) {
+        // help is a command of the usage too: 'help help' shows its own
+        if (args.getFirst().equals("-h") || args.getFirst().equals("--help")
+                || args.size() == 1 && args.getFirst().equals("help")) {
             new CommandLine(new HelpCommand()).setCommandName("jmscclpp help").usage(out);
             return ExitCodes.OK;
         }

@@ -32,7 +32,8 @@ class CommandLineTest {
         List<List<String>> asks = new ArrayList<>(List.of(List.of("--help"), List.of("-h"), List.of("help"),
                 List.of("run", "--help"), List.of("run", "-h"), List.of("bench", "--help"), List.of("bench", "-h"),
                 List.of("help", "bench"), List.of("help", "bench", "coll"), List.of("help", "allgather"),
-                List.of("run", "-n", "2", "allgather", "--help"), List.of("help", "--help"), List.of("help", "-h")));
+                List.of("run", "-n", "2", "allgather", "--help"), List.of("help", "--help"), List.of("help", "-h"),
+                List.of("help", "help")));
         for (BenchCommands.Bench b : BenchCommands.all()) {
             asks.add(List.of("bench", b.name(), "--help"));
             asks.add(List.of("bench", b.name(), "-h"));
