@@ -18,6 +18,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jmscclpp.bench.nccl.NcclCommunicator;
 import org.jmscclpp.core.JmscclppException;
+import org.jmscclpp.core.hierarchy.HierarchicalComm;
 import org.jmscclpp.cuda.CudaBackend;
 import org.jmscclpp.samples.ByteSizes;
 import org.jmscclpp.samples.CollectiveJob;
@@ -210,6 +211,13 @@ public final class CollBench {
             return CollReport.AUTO;
         }
         if (known.contains(asked)) {
+            // the algorithms of jobs that span hosts refuse ranks of one host: every rank would exit with 2
+            if (o.hosts() == 1 && HierarchicalComm.ALGORITHMS.stream().anyMatch(a -> a.kind() == o.kind()
+                    && a.name().equals(asked))) {
+                err.println("jmscclpp bench coll: '" + asked + "' runs where the ranks span hosts; add --hosts H"
+                        + " (H dividing --ranks, at least 2) to make the ranks act as H hosts");
+                return null;
+            }
             return asked;
         }
         err.println("jmscclpp bench coll: no '" + asked + "' " + CollectiveRun.label(o.kind()) + " algorithm on the "

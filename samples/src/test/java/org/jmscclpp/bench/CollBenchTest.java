@@ -154,6 +154,8 @@ class CollBenchTest {
                 // a sweep none of whose sizes holds an element started the ranks and exited 1 with no row
                 List.of("-b", "1", "-e", "1"), List.of("allgather", "-b", "8", "-e", "8"),
                 List.of("alltoall", "--ranks", "3", "-b", "8", "-e", "8"),
+                // an algorithm of jobs that span hosts on ranks of one host: the ranks refused it and the command exited 1
+                List.of("--algo", "hier"), List.of("allgather", "--algo", "flat"),
                 // a folder as the output is refused before the sweep, not after it
                 List.of("--json", dir.toString()), List.of("--plot", dir.toString()))) {
             Run r = bench(bad.toArray(String[]::new));
