@@ -60,6 +60,24 @@ class TorchStoreClientTest {
         }
     }
 
+    private interface StoreTest {
+        void run(int port) throws Exception;
+    }
+
+    /** Runs {@code test} against torch's own TCPStore server (a python process), skipped where torch is not installed. */
+    private static void withTorchStore(StoreTest test) throws Exception {
+        Assumptions.assumeTrue(torchInstalled(), "torch is not installed (pip install torch gives the CPU wheel); "
+                + "CI does not install it, the wheel is too large for its budget");
+        Process py = new ProcessBuilder("python3", "-c", PY_SERVER).redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(py.getInputStream(), StandardCharsets.UTF_8))) {
+            test.run(Integer.parseInt(out.readLine().strip()));
+        } finally {
+            py.destroy();
+            py.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
     private static long deadlineIn(Duration d) {
         return System.nanoTime() + d.toNanos();
     }
@@ -117,12 +135,7 @@ class TorchStoreClientTest {
 
     @Test
     void twoRanksJoinThroughTorchsStoreAndTheStoresPortStaysTheStores() throws Exception {
-        Assumptions.assumeTrue(torchInstalled(), "torch is not installed (pip install torch gives the CPU wheel); "
-                + "CI does not install it, the wheel is too large for its budget");
-        Process py = new ProcessBuilder("python3", "-c", PY_SERVER).redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(py.getInputStream(), StandardCharsets.UTF_8))) {
-            int port = Integer.parseInt(out.readLine().strip());
+        withTorchStore(port -> {
             RankEnvironment.Rendezvous store = new RankEnvironment.Rendezvous.TorchStore("127.0.0.1", port,
                     "jmscclpp/unique_id/run/0");
             BootstrapOptions options = BootstrapOptions.builder().initTimeout(Duration.ofSeconds(20)).build();
@@ -134,20 +147,12 @@ class TorchStoreClientTest {
                         b1.allGather(new byte[] {11}, Duration.ofSeconds(10))).block(Duration.ofSeconds(20)).getT2();
                 assertArrayEquals(new byte[] {10, 11}, all);
             }
-        } finally {
-            py.destroy();
-            py.waitFor(10, TimeUnit.SECONDS);
-        }
+        });
     }
 
     @Test
     void theSameRanksBootstrapAgainThroughTheStoreWithANewIdEachTime() throws Exception {
-        Assumptions.assumeTrue(torchInstalled(), "torch is not installed (pip install torch gives the CPU wheel); "
-                + "CI does not install it, the wheel is too large for its budget");
-        Process py = new ProcessBuilder("python3", "-c", PY_SERVER).redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(py.getInputStream(), StandardCharsets.UTF_8))) {
-            int port = Integer.parseInt(out.readLine().strip());
+        withTorchStore(port -> {
             RankEnvironment.Rendezvous store = new RankEnvironment.Rendezvous.TorchStore("127.0.0.1", port,
                     "jmscclpp/unique_id/again/0");
             BootstrapOptions options = BootstrapOptions.builder().initTimeout(Duration.ofSeconds(5)).build();
@@ -164,10 +169,7 @@ class TorchStoreClientTest {
                     assertArrayEquals(new byte[] {(byte) round, 11}, all, "round " + round);
                 }
             }
-        } finally {
-            py.destroy();
-            py.waitFor(10, TimeUnit.SECONDS);
-        }
+        });
     }
 
     @Test
