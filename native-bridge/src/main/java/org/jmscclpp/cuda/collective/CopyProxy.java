@@ -137,16 +137,15 @@ final class CopyProxy implements AutoCloseable {
     }
 
     private void serve() {
-        MemorySegment r = ring;
         long next = 0;
         // spinning, it yields its carrier every 200 µs (another virtual thread queued there gets in)
         Waiting.Backoff backoff = new Waiting.Backoff(50_000, SPIN_NS);
         while (!closed) {
             long at = (next % SLOTS) * REQUEST_BYTES;
-            long seq = (long) WORD.getAcquire(r, at + 56);
+            long seq = (long) WORD.getAcquire(ring, at + 56);
             if (seq == next + 1) {
                 try {
-                    handle(r, at, next);
+                    handle(at, next);
                 } catch (JmscclppException e) {
                     fail(e);
                     return;
@@ -175,7 +174,8 @@ final class CopyProxy implements AutoCloseable {
         }
     }
 
-    private void handle(MemorySegment r, long at, long number) {
+    private void handle(long at, long number) {
+        MemorySegment r = ring;
         long dst = r.get(LONG, at);
         long src = r.get(LONG, at + 8);
         long bytes = r.get(LONG, at + 16);

@@ -1119,34 +1119,25 @@ __device__ void cePost(const Comm* c, int i, char* to, const char* from, u64 byt
   jmscclpp::storeReleaseSys(const_cast<u64*>(r + 7), pos + 1);
 }
 
-// Waits until `word` shows `value`; false when the wait gave up (the communicator is then aborted).
-__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline) {
+// Waits until `word` shows `value`, calling `meanwhile` at every look (a ce allReduce's driver posts
+// there); false when the wait gave up (the communicator is then aborted).
+template <typename Meanwhile>
+__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline, Meanwhile meanwhile) {
   while (jmscclpp::loadAcquireSys(word) < value) {
+    meanwhile();
     if (deadline.expired()) {
       stopOnAbort(c);
       return false;
     }
   }
   return true;
+}
+
+__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline) {
+  return ceAwait(c, word, value, deadline, [] {});
 }
 
 #if defined(JMSCCLPP_T)
-// Waits (thread 0 of a block) until `word` shows `value`, the driver posting meanwhile what it may;
-// false when the wait gave up.
-template <typename Post>
-__device__ bool ceAwaitPosting(const Comm* c, const u64* word, u64 value, Deadline& deadline, bool driver, Post post) {
-  while (jmscclpp::loadAcquireSys(word) < value) {
-    if (driver) {
-      post();
-    }
-    if (deadline.expired()) {
-      stopOnAbort(c);
-      return false;
-    }
-  }
-  return true;
-}
-
 // allReduce by the copy engines, two ranks: rank r reduces share r (part()), in chunks of half the IN
 // area, each landing in one of its two slots. The driver (thread 0 of block 0) posts the copies of
 // the peer's share of this rank's data into the peer's slots as the peer frees them (word 5, at most
@@ -1188,11 +1179,14 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
   if (threadIdx.x == 0) {
     stop = 0;
   }
-  if (driver) {
-    postShares();
-  }
+  auto postIfDriver = [&]() {
+    if (driver) {
+      postShares();
+    }
+  };
+  postIfDriver();
   for (u64 k = 0; k < mine; k++) {
-    if (threadIdx.x == 0 && !ceAwaitPosting(c, ceWord(c->scratch, 3, peer), base + k + 1, deadline, driver, postShares)) {
+    if (threadIdx.x == 0 && !ceAwait(c, ceWord(c->scratch, 3, peer), base + k + 1, deadline, postIfDriver)) {
       stop = 1;
     }
     __syncthreads();
@@ -1216,7 +1210,7 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
     }
     if (driver) {
       for (u32 g = 0; g < gridDim.x && !stop; g++) {
-        if (!ceAwaitPosting(c, progress + g, base + k + 1, deadline, true, postShares)) {
+        if (!ceAwait(c, progress + g, base + k + 1, deadline, postShares)) {
           stop = 1;
         }
       }
