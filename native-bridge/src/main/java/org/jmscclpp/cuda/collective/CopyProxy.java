@@ -19,8 +19,8 @@ import org.jspecify.annotations.Nullable;
  * The host half of the copy-engine algorithms ({@code ce}; collectives.cu, "copy engine"): a kernel
  * cannot start the GPU's copy engines, so once a call's descriptors agree its first thread posts a
  * request per peer into a ring of pinned host memory, and this proxy's thread turns each into a
- * copy on that peer's copy stream followed by two stream writes (the peer's "in" word, this rank's
- * "out" word), which the kernels wait for. The kernel computes every address (its peers' buffers
+ * copy on that peer's copy stream followed by up to two stream writes (the peer's "in" word, this
+ * rank's "out" word; a request without one has 0 there), which the kernels wait for. The kernel computes every address (its peers' buffers
  * as mapped here, located through their descriptors); the proxy only checks that a request's lane
  * is one of its streams.
  *
@@ -189,8 +189,12 @@ final class CopyProxy implements AutoCloseable {
         }
         Lane s = lanes[(int) lane];
         s.copyAsync(dst, src, bytes);
-        s.writeValueAsync(in, value);
-        s.writeValueAsync(out, value);
+        if (in != 0) {
+            s.writeValueAsync(in, value);
+        }
+        if (out != 0) {
+            s.writeValueAsync(out, value);
+        }
     }
 
     private void fail(JmscclppException e) {
