@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
 import java.util.function.IntUnaryOperator;
 import org.jmscclpp.core.Communicator;
 import org.jmscclpp.core.DeviceBuffer;
@@ -232,6 +233,64 @@ class HostCollectivesTest {
         }
     }
 
+    /**
+     * Ranks of one call may differ in whether they run it in place (NCCL decides it per rank): every
+     * kind, one rank in place and the others not, on 2 and 3 ranks, on registered buffers (where
+     * peers read and write each other's directly; a rank's descriptor names one location twice in
+     * place) and staged ones.
+     */
+    @Test
+    void ranksMayMixInPlaceAndOutOfPlace() {
+        for (int n : new int[] {2, 3}) {
+            for (boolean registered : new boolean[] {true, false}) {
+                List<String> failures = new ArrayList<>();
+                try (Job job = new Job(n, CollectiveOptions.defaults().withScratchBytes(1 << 20), null);
+                     Arena arena = Arena.ofShared()) {
+                    long bytes = n * LARGE * 4 + 2 * 64;
+                    List<DeviceBuffer> sendRoot = new ArrayList<>();
+                    List<DeviceBuffer> recvRoot = new ArrayList<>();
+                    for (int r = 0; r < n; r++) {
+                        sendRoot.add(job.backends.get(r).allocate(bytes));
+                        recvRoot.add(job.backends.get(r).allocate(bytes));
+                    }
+                    if (registered) {
+                        job.all(r -> job.comms.get(r).register(sendRoot.get(r)));
+                        job.all(r -> job.comms.get(r).register(recvRoot.get(r)));
+                    }
+                    MemorySegment[] inputs = new MemorySegment[n];
+                    for (int q = 0; q < n; q++) {
+                        inputs[q] = arena.allocate(n * LARGE * 4, 8);
+                        CollectiveReference.fill(DataType.FLOAT32, 7, q, 0, n * LARGE, inputs[q], 0);
+                    }
+                    for (CollectiveKind kind : CollectiveKind.values()) {
+                        // alltoall: a rank in place stages its data (it overwrites the slots its peers
+                        // read), where the others may not: the ranks disagree (INVALID_USAGE)
+                        if (kind == CollectiveKind.SEND || kind == CollectiveKind.RECV
+                                || (kind == CollectiveKind.ALL_TO_ALL && registered)) {
+                            continue;
+                        }
+                        ReduceOp op = kind.reduces() ? ReduceOp.SUM : null;
+                        for (int inPlaceRank = 0; inPlaceRank < n; inPlaceRank++) {
+                            int one = inPlaceRank;
+                            for (long count : new long[] {7, LARGE}) {
+                                String why = runAndCheck(job, kind, DataType.FLOAT32, op, r -> r == one, count, 13,
+                                        inputs, sendRoot, recvRoot);
+                                if (why != null) {
+                                    failures.add(kind.label() + " count " + count + ", rank " + one + " of " + n
+                                            + " in place" + (registered ? ", registered" : "") + ": " + why);
+                                }
+                            }
+                        }
+                    }
+                    for (int r = 0; r < n; r++) {
+                        job.comms.get(r).failure().ifPresent(e -> failures.add("broke: " + e));
+                    }
+                }
+                assertEquals(List.of(), failures);
+            }
+        }
+    }
+
     private static void everyCall(int n, boolean registered, @Nullable IntUnaryOperator hostOf) {
         long maxElements = n * LARGE;
         List<String> failures = new ArrayList<>();
@@ -294,6 +353,13 @@ class HostCollectivesTest {
     static String runAndCheck(Job job, CollectiveKind kind, DataType type, ReduceOp op, boolean inPlace, long count,
                               long offset, MemorySegment[] inputs, List<DeviceBuffer> sendRoot,
                               List<DeviceBuffer> recvRoot) {
+        return runAndCheck(job, kind, type, op, r -> inPlace, count, offset, inputs, sendRoot, recvRoot);
+    }
+
+    /** {@link #runAndCheck}, each rank in place or not as {@code inPlaceOf} says (NCCL decides it per rank). */
+    static String runAndCheck(Job job, CollectiveKind kind, DataType type, ReduceOp op, IntPredicate inPlaceOf,
+                              long count, long offset, MemorySegment[] inputs, List<DeviceBuffer> sendRoot,
+                              List<DeviceBuffer> recvRoot) {
         int n = job.n;
         int w = type.bytes();
         int root = n - 1;
@@ -303,6 +369,7 @@ class HostCollectivesTest {
         List<CollectiveCall> calls = new ArrayList<>();
         List<DeviceBuffer> recvOf = new ArrayList<>();
         for (int r = 0; r < n; r++) {
+            boolean inPlace = inPlaceOf.test(r);
             MemorySegment recvSeg = recvRoot.get(r).hostSegment();
             MemorySegment sendSeg = sendRoot.get(r).hostSegment();
             long region = inPlace ? Math.max(sendElements, recvElements) * w : recvElements * w;
@@ -351,6 +418,7 @@ class HostCollectivesTest {
         }
         // the outputs
         for (int r = 0; r < n; r++) {
+            boolean inPlace = inPlaceOf.test(r);
             MemorySegment out = recvOf.get(r).hostSegment();
             MemorySegment around = recvRoot.get(r).hostSegment();
             long start = offset + GUARD;
