@@ -134,6 +134,15 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     static int directBlocksSetting() {
         return Tunables.intValue(DIRECT_BLOCKS_PROPERTY, MAX_BLOCKS, 16, MAX_BLOCKS);
     }
+    /**
+     * The blocks of a ce allReduce's kernel ({@value #CE_REDUCE_BLOCKS_PROPERTY}, 1 to
+     * {@value #MAX_BLOCKS}, at most the direct kernels' most): they reduce what the copy engines
+     * bring, beside the copy engines' traffic in the same memory, which more blocks slow down
+     * (2 x H200, 1 GiB, stop 43: 16 blocks 384.7 GB/s, 24 384.1, 32 382.1, 12 359.5, too few to keep
+     * up). Each rank reads its own; by default 16.
+     */
+    static final String CE_REDUCE_BLOCKS_PROPERTY = "jmscclpp.collectives.ceReduceBlocks";
+    static final int CE_REDUCE_BLOCKS = 16;
     static final int MAX_REGISTRATIONS = 4096;
     static final int MAX_P2P = 32;
     /** The most blocks of one launch of the point-to-point kernel (a wave): fewer than the GPU holds at once. */
@@ -201,9 +210,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             + " the kernel's request";
     private static final String CE_SYNOPSIS = BY_COPY_ENGINES + " (staged calls run memory)";
     static final Algorithm ALL_REDUCE_CE = new Algorithm(CollectiveKind.ALL_REDUCE, CE, 21,
-            "two ranks: each rank's copy of the share the other reduces, in chunks into its scratch, and the reduced"
-                    + " chunks into the other's buffer" + BY_COPY_ENGINES + "; each rank reduces its share as chunks"
-                    + " arrive (more ranks, and staged calls, run rsag)");
+            "two ranks, both out of place: each rank's copy of the share the other reduces, in two chunks into"
+                    + " the other's receive buffer, and the reduced chunks into the other's buffer" + BY_COPY_ENGINES
+                    + "; each rank reduces its share as the chunks arrive, on few blocks (where a rank is in place,"
+                    + " and on more ranks, it runs push; staged calls rsag)");
     static final Algorithm ALL_GATHER_CE = new Algorithm(CollectiveKind.ALL_GATHER, CE, 17,
             "every rank's slice copied into every peer's buffer" + CE_SYNOPSIS);
     static final Algorithm ALL_TO_ALL_CE = new Algorithm(CollectiveKind.ALL_TO_ALL, CE, 18,
@@ -299,6 +309,8 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     private final CopyProxy copyProxy;
     /** The most blocks of a direct kernel ({@link #directBlocksSetting}), agreed at set-up. */
     private final int directBlocks;
+    /** The blocks of a ce allReduce ({@link #CE_REDUCE_BLOCKS_PROPERTY}). */
+    private final int ceReduceBlocks;
     /** The fewest blocks of an ll16 kernel ({@link #llMinBlocksFor}): in the stream form, and where it tells the host. */
     private final int llMinBlocks;
     private final int llMinBlocksTelling;
@@ -353,6 +365,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
         this.abortFlag = abortFlag;
         this.copyProxy = copyProxy;
         this.directBlocks = directBlocks;
+        this.ceReduceBlocks = Tunables.intValue(CE_REDUCE_BLOCKS_PROPERTY, CE_REDUCE_BLOCKS, 1, MAX_BLOCKS);
         this.llMinBlocks = llMinBlocksFor(layout.n(), false);
         this.llMinBlocksTelling = llMinBlocksFor(layout.n(), true);
         this.owned = owned;
@@ -526,6 +539,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             StringBuilder defines = new StringBuilder();
             defines.append("#define JMSCCLPP_NRANKS ").append(size).append('\n');
             defines.append("#define JMSCCLPP_DEVICE_TIMEOUT_NS ").append(timeout.toNanos()).append("ULL\n");
+            defines.append("#define JMSCCLPP_CE_REDUCE_BLOCKS ").append(ceReduceBlocks).append('\n');
             if (type == null) {
                 defines.append("#define JMSCCLPP_MOVE 1\n");
             } else {
@@ -927,10 +941,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             boolean push = p.algorithm().name().equals("push");
             boolean ce = p.algorithm().name().equals(CE);
             // a ce kernel copies only this rank's own slot (local memory) while the copy engines run; a ce
-            // allReduce reduces what they bring, as fast as they bring it
-            int blocks = push ? directBlocks
-                    : ce ? Math.min(kind == CollectiveKind.ALL_REDUCE ? directBlocks / 2 : CE_BLOCKS,
-                    directBlocks(call.size(size)))
+            // allReduce takes the push kernels' grid (where a rank is in place it runs push, deciding
+            // in the kernel from both ranks' descriptors) and reduces on ceReduceBlocks of it
+            int blocks = push || (ce && kind == CollectiveKind.ALL_REDUCE) ? directBlocks
+                    : ce ? Math.min(CE_BLOCKS, directBlocks(call.size(size)))
                     : directBlocks(call.size(size));
             int algo = push ? 2 : ce ? 3 : 1;
             if (ce) {

@@ -1097,14 +1097,14 @@ constexpr int kCeRequestWords = 8;
 constexpr int kCeSendAlgorithm = 20;  // CudaCollectiveComm.SEND_CE's id
 
 // which: 0 "in" (by sender), 1 "out" (by receiver), 2 a send's (by receiver); an allReduce's (by
-// peer): 3 a chunk of this rank's share arrived, 4 a chunk of the peer's result arrived, 5 the
-// peer's slot for the next chunk is free, 6 this rank's chunks read, 7 its results read
+// peer): 3 a chunk of this rank's share arrived, 4 the peer's results arrived, 6 this rank's chunks
+// read, 7 its results read (5 is free)
 __forceinline__ __device__ u64* ceWord(char* scratch, int which, int rank) {
   return reinterpret_cast<u64*>(scratch + kCeWords + (static_cast<u64>(which) * kMaxRanks + rank) * 8);
 }
 
 // Posts the copy of `bytes` from `from` (this GPU) to `to` (the memory of peer index i, mapped here)
-// on that peer's copy stream, then the writes of `value` into `in` and `out`.
+// on that peer's copy stream, then the writes of `value` into `in` and `out` (each unless null).
 __device__ void cePost(const Comm* c, int i, char* to, const char* from, u64 bytes, u64* in, u64* out, u64 value) {
   const u64 pos = atomicAdd(reinterpret_cast<unsigned long long*>(c->ceHead), 1ull);
   volatile u64* r = c->ceRing + (pos % kCeSlots) * kCeRequestWords;
@@ -1119,12 +1119,9 @@ __device__ void cePost(const Comm* c, int i, char* to, const char* from, u64 byt
   jmscclpp::storeReleaseSys(const_cast<u64*>(r + 7), pos + 1);
 }
 
-// Waits until `word` shows `value`, calling `meanwhile` at every look (a ce allReduce's driver posts
-// there); false when the wait gave up (the communicator is then aborted).
-template <typename Meanwhile>
-__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline, Meanwhile meanwhile) {
+// Waits until `word` shows `value`; false when the wait gave up (the communicator is then aborted).
+__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline) {
   while (jmscclpp::loadAcquireSys(word) < value) {
-    meanwhile();
     if (deadline.expired()) {
       stopOnAbort(c);
       return false;
@@ -1133,30 +1130,44 @@ __device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& dea
   return true;
 }
 
-__device__ bool ceAwait(const Comm* c, const u64* word, u64 value, Deadline& deadline) {
-  return ceAwait(c, word, value, deadline, [] {});
-}
-
 #if defined(JMSCCLPP_T)
-// allReduce by the copy engines, two ranks: rank r reduces share r (part()), in chunks of half the IN
-// area, each landing in one of its two slots. The driver (thread 0 of block 0) posts the copies of
-// the peer's share of this rank's data into the peer's slots as the peer frees them (word 5, at most
-// two ahead), every block reduces its part of each chunk of its own share once the chunk is there
-// (word 3: this rank's data first or second by rank, as every reduction of the engine) into the
-// receive buffer and publishes its progress; once every block is past a chunk the driver frees its
-// slot (the peer's word 5) and posts the copy of the result into the peer's receive buffer (word 4
-// there). The kernel ends once every result of the peer's share arrived and every copy it posted read
-// its source (words 6 and 7). Every value is (run + 1) << 32 plus the chunk's number + 1, so words
-// only grow; blocks' progress lies in ceHead[1 + b].
+constexpr u64 kCeAllReduceChunks = 2;  // chunks of a share
+#if !defined(JMSCCLPP_CE_REDUCE_BLOCKS)
+#define JMSCCLPP_CE_REDUCE_BLOCKS 16  // CudaCollectiveComm.CE_REDUCE_BLOCKS_PROPERTY
+#endif
+constexpr u64 kCeAllReduceMinChunk = 1ull << 20;  // bytes, at least
+
+// allReduce by the copy engines, two ranks, both out of place (directRun): rank r reduces
+// share r (part()), chunk by chunk as the peer's copies of it arrive. The peer's chunks land where
+// the result goes (this rank's receive buffer at its share, which nothing else writes before the
+// result), so the driver (thread 0 of block 0) posts every chunk of the peer's share at once. Every
+// block reduces its part of each chunk of its own share once the chunk is there (word 3; this rank's
+// data first or second by rank, as every reduction of the engine), in place, and publishes its
+// progress; once every block is past a chunk the driver posts the copy of the result into the
+// peer's receive buffer. All go on the peer's copy stream in the order posted, so the link carries
+// the peer's share and then the results without a gap once the first chunk is reduced before the
+// second has crossed; the reduction runs on few blocks, since more slow the copy engines down. A
+// copy stream stops after a copy until the words behind it are written, so only the share's chunks
+// write word 3 and only the last copies write the others: the last share's "read" (word 6) and the
+// last result's "arrived" (word 4 at the peer) and "read" (word 7); the kernel ends once the three
+// show the run. Every value is (run + 1) << 32 plus the chunk's number + 1, so the words only grow;
+// blocks' progress lies in ceHead[1 + b]. The grid is the push kernels' (both ranks launch the same
+// one, and in place it runs push); only the first JMSCCLPP_CE_REDUCE_BLOCKS blocks take part.
 __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u64 run) {
+  const u32 blocks = gridDim.x < JMSCCLPP_CE_REDUCE_BLOCKS ? gridDim.x : JMSCCLPP_CE_REDUCE_BLOCKS;
+  if (blockIdx.x >= blocks) {
+    return;
+  }
   const int rank = c->rank;
   const int peer = 1 - rank;
   const u64 base = (run + 1) << 32;
-  const u64 slotBytes = ((c->stagedBytes / 2) / (16 * W)) * (16 * W);
-  const u64 chunk = slotBytes / W;  // elements of a chunk
+  // elements of a chunk: the same on both ranks (from the count, not the share)
+  const u64 vec = 16 / W;
+  const u64 spread = ((call.count / 2 + kCeAllReduceChunks - 1) / kCeAllReduceChunks + vec - 1) / vec * vec;
+  const u64 chunk = spread * W < kCeAllReduceMinChunk ? kCeAllReduceMinChunk / W : spread;
   u64 mb, me, pb, pe;
-  part(call.count, 16 / W, rank, mb, me);
-  part(call.count, 16 / W, peer, pb, pe);
+  part(call.count, vec, rank, mb, me);
+  part(call.count, vec, peer, pb, pe);
   const u64 mine = (me - mb + chunk - 1) / chunk;    // chunks of this rank's share
   const u64 theirs = (pe - pb + chunk - 1) / chunk;  // of the peer's
   char* peerScratch = c->peerScratch[0];
@@ -1164,29 +1175,19 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
   const bool driver = blockIdx.x == 0 && threadIdx.x == 0;
   __shared__ int stop;
   Deadline deadline(JMSCCLPP_DEVICE_TIMEOUT_NS, abortFlag(c));
-  u64 posted = 0;  // the driver's: chunks of the peer's share posted
-  // the driver posts the chunks of the peer's share that the peer's free slots allow, without waiting
-  auto postShares = [&]() {
-    while (posted < theirs &&
-           (posted < 2 || jmscclpp::loadAcquireSys(ceWord(c->scratch, 5, peer)) >= base + posted - 1)) {
-      const u64 at = pb + posted * chunk;
+  if (driver) {
+    for (u64 k = 0; k < theirs; k++) {
+      const u64 at = pb + k * chunk;
       const u64 n = (pe - at < chunk ? pe - at : chunk) * W;
-      cePost(c, 0, peerScratch + c->offIn + (posted % 2) * slotBytes, call.send + at * W, n,
-             ceWord(peerScratch, 3, rank), ceWord(c->scratch, 6, peer), base + posted + 1);
-      posted++;
+      cePost(c, 0, dst[peer] + at * W, call.send + at * W, n, ceWord(peerScratch, 3, rank),
+             k + 1 == theirs ? ceWord(c->scratch, 6, peer) : nullptr, base + k + 1);
     }
-  };
+  }
   if (threadIdx.x == 0) {
     stop = 0;
   }
-  auto postIfDriver = [&]() {
-    if (driver) {
-      postShares();
-    }
-  };
-  postIfDriver();
   for (u64 k = 0; k < mine; k++) {
-    if (threadIdx.x == 0 && !ceAwait(c, ceWord(c->scratch, 3, peer), base + k + 1, deadline, postIfDriver)) {
+    if (threadIdx.x == 0 && !ceAwait(c, ceWord(c->scratch, 3, peer), base + k + 1, deadline)) {
       stop = 1;
     }
     __syncthreads();
@@ -1197,27 +1198,27 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
     const u64 m = me - at < chunk ? me - at : chunk;
     const char* srcs[2];
     srcs[rank] = call.send + at * W;
-    srcs[peer] = c->scratch + c->offIn + (k % 2) * slotBytes;
+    srcs[peer] = call.recv + at * W;
     char* outs[1] = {call.recv + at * W};
     u64 b, e;
-    part(m, 16 / W, blockIdx.x, b, e, gridDim.x);
+    part(m, vec, blockIdx.x, b, e, blocks);
     reduceRange<2>(srcs, outs, 1, b, e, threadIdx.x, blockDim.x, 2);
     __syncthreads();
     if (threadIdx.x == 0) {
-      // the result is read by the copy engine, and the slot refilled by the peer's, once the driver saw this
+      // the result is read by the copy engine once the driver saw this
       __threadfence_system();
       jmscclpp::storeRelaxedSys(progress + blockIdx.x, base + k + 1);
     }
     if (driver) {
-      for (u32 g = 0; g < gridDim.x && !stop; g++) {
-        if (!ceAwait(c, progress + g, base + k + 1, deadline, postShares)) {
+      for (u32 g = 0; g < blocks && !stop; g++) {
+        if (!ceAwait(c, progress + g, base + k + 1, deadline)) {
           stop = 1;
         }
       }
       if (!stop) {
-        jmscclpp::storeReleaseSys(ceWord(peerScratch, 5, rank), base + k + 1);  // slot k % 2 is free again
-        cePost(c, 0, dst[peer] + at * W, call.recv + at * W, m * W, ceWord(peerScratch, 4, rank),
-               ceWord(c->scratch, 7, peer), base + k + 1);
+        const bool last = k + 1 == mine;
+        cePost(c, 0, dst[peer] + at * W, call.recv + at * W, m * W, last ? ceWord(peerScratch, 4, rank) : nullptr,
+               last ? ceWord(c->scratch, 7, peer) : nullptr, base + k + 1);
       }
     }
     __syncthreads();
@@ -1226,14 +1227,7 @@ __device__ void ceAllReduce(const Comm* c, const Call& call, char* const* dst, u
     }
   }
   if (driver) {
-    // the rest of the peer's share, then: the peer's results here, this rank's copies done
-    while (posted < theirs) {
-      postShares();
-      if (posted < theirs && deadline.expired()) {
-        stopOnAbort(c);
-        return;
-      }
-    }
+    // the peer's results here, this rank's copies done
     if ((theirs > 0 && (!ceAwait(c, ceWord(c->scratch, 4, peer), base + theirs, deadline) ||
                         !ceAwait(c, ceWord(c->scratch, 6, peer), base + theirs, deadline))) ||
         (mine > 0 && !ceAwait(c, ceWord(c->scratch, 7, peer), base + mine, deadline))) {
@@ -1327,13 +1321,18 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
   }
   const u64 bytes = call.count * call.elementBytes;
 #if defined(JMSCCLPP_T)
-  if (call.algo == 3 && !call.staged && N == 2 && call.kind == kAllReduce) {
+  // a ce allReduce where either rank is in place (the peer's chunks would land on its input; a
+  // descriptor's two locations are equal in place) or on more than two ranks runs push, on every
+  // block: each rank decides from both ranks' descriptors, so both decide alike
+  const bool ceAllReduceCall = call.algo == 3 && !call.staged && call.kind == kAllReduce;
+  if (ceAllReduceCall && N == 2 && !call.inPlace && peerDesc[1 - rank][2] != peerDesc[1 - rank][3]) {
     ceAllReduce(c, call, dst, run);
     finishRun(c, run);
     return;
   }
   // a reduce the chain cannot take (chainReduces) on more than two ranks runs rs
-  if (call.algo == 2 && !call.staged && (call.kind == kAllReduce || N == 2 || chainReduces(call))) {
+  if (!call.staged &&
+      (ceAllReduceCall || (call.algo == 2 && (call.kind == kAllReduce || N == 2 || chainReduces(call))))) {
     if (chainReduces(call)) {
       chainReduce(c, call, dst);
     } else {

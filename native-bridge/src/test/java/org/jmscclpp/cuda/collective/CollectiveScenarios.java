@@ -99,6 +99,7 @@ final class CollectiveScenarios {
                 }
                 case "coll-graph" -> s.graph((CudaCollectiveComm) comm);
                 case "coll-group" -> s.group(comm);
+                case "coll-mixed" -> s.mixedPlacement(comm);
                 case "coll-mismatch" -> s.mismatch(comm);
                 case "coll-crossing" -> s.crossing();
                 case "coll-hosts" -> s.acrossHosts(comm);
@@ -258,21 +259,64 @@ final class CollectiveScenarios {
     }
 
     /**
+     * allReduce with one rank in place and the other out of place (NCCL decides in place per rank),
+     * by every algorithm, rank 0 in place and then rank 1: a ce call where a rank is in place runs push,
+     * each rank deciding from both ranks' descriptors, so both must decide alike.
+     */
+    private void mixedPlacement(CollectiveComm comm) {
+        long big = (64L << 20) / 4;
+        DeviceBuffer sendRoot = backend.allocate(big * 4 + 64);
+        DeviceBuffer recvRoot = backend.allocate(big * 4 + 64);
+        try {
+            comm.register(sendRoot).block(LIMIT);
+            comm.register(recvRoot).block(LIMIT);
+            List<String> failures = new ArrayList<>();
+            for (String algorithm : new String[] {"ll16", "rsag", "push", "ce", null}) {
+                for (long count : new long[] {7, LARGE, big}) {
+                    if ("ll16".equals(algorithm) && count * 4 > (1L << 20)) {
+                        continue;
+                    }
+                    for (int inPlaceRank = 0; inPlaceRank < 2; inPlaceRank++) {
+                        check(comm, CollectiveKind.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, count, 0,
+                                rank == inPlaceRank, 11 + inPlaceRank, " (rank " + inPlaceRank + " in place, the others"
+                                        + " not)", algorithm, sendRoot, recvRoot, failures);
+                    }
+                }
+            }
+            if (!failures.isEmpty()) {
+                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
+                        failures.subList(0, Math.min(20, failures.size()))));
+            }
+        } finally {
+            recvRoot.close();
+            sendRoot.close();
+        }
+    }
+
+    /**
      * One call on every rank (each rank runs this with the same arguments) and the check of this
      * rank's output; appends a description to {@code failures} when wrong.
      */
     private void check(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, long count, long offset,
                        boolean inPlace, String algorithm, DeviceBuffer sendRoot, DeviceBuffer recvRoot,
                        List<String> failures) {
+        check(comm, kind, type, op, count, offset, inPlace, inPlace ? 7 : 0, "", algorithm, sendRoot, recvRoot,
+                failures);
+    }
+
+    /** {@link #check}, with the inputs' seed salted by {@code salt} (the same on every rank) and a note for errors. */
+    private void check(CollectiveComm comm, CollectiveKind kind, DataType type, ReduceOp op, long count, long offset,
+                       boolean inPlace, long salt, String note, String algorithm, DeviceBuffer sendRoot,
+                       DeviceBuffer recvRoot, List<String> failures) {
         int w = type.bytes();
         int root = (int) (calls % n);  // every rank in turn (the same on every rank: each runs the same calls)
         boolean ring = kind == CollectiveKind.SEND;
         long sendElements = ring ? count : kind.sendElements(count, n);
         long recvElements = ring ? count : kind.recvElements(count, n);
         long region = inPlace ? Math.max(sendElements, recvElements) * w : recvElements * w;
-        long seed = 1000L * type.code() + count + offset + (inPlace ? 7 : 0);
+        long seed = 1000L * type.code() + count + offset + salt;
         String what = kind.label() + " " + type + (op == null ? "" : " " + op) + " count " + count + " offset " + offset
-                + (inPlace ? " in place" : "") + (kind.rooted() ? " root " + root : "")
+                + (inPlace ? " in place" : "") + note + (kind.rooted() ? " root " + root : "")
                 + (algorithm == null ? "" : " " + algorithm) + " on "
                 + (comm.isRegistered(sendRoot) ? "registered" : "staged") + " buffers";
         calls++;

@@ -54,6 +54,11 @@ class CudaCollectivesGpuTest {
     }
 
     @Test
+    void ranksMayMixInPlaceAndOutOfPlace() {
+        job("coll-mixed");
+    }
+
+    @Test
     void mismatchedCallsFailEveryRank() {
         job("coll-mismatch");
     }

@@ -664,7 +664,10 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         }
         Algorithm algorithm = chosen(call, callOptions);
         long send = readsSend ? locate(call.send()) : 0;
-        long recv = writesRecv ? locate(call.recv()) : 0;
+        // an allReduce in place names one location twice, whichever registrations its two buffers are
+        // found in: a peer tells it is in place by the two being equal (the CUDA ce algorithm)
+        long recv = !writesRecv ? 0 : call.kind() == CollectiveKind.ALL_REDUCE && call.inPlace(rank) ? send
+                : locate(call.recv());
         // in place, an alltoall's rank overwrites the slots its peers read: it stages its data first
         boolean direct = (readsSend || writesRecv) && (!readsSend || send != 0) && (!writesRecv || recv != 0)
                 && !(call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank));
