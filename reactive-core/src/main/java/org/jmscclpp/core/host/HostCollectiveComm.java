@@ -1,5 +1,6 @@
 package org.jmscclpp.core.host;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -271,6 +272,11 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     }
 
     @Override
+    protected boolean stagesInPlaceAllToAll() {
+        return false;   // allToAllInPlace
+    }
+
+    @Override
     protected void checkBuffer(DeviceBuffer buffer, String which) {
         checkHostBuffer(backend, rank, buffer, which);
     }
@@ -538,6 +544,10 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
                 }
                 case REDUCE_SCATTER -> reduceInto(call, src, rank, a, b, recvSegment(call), a * w);
                 case ALL_TO_ALL -> {
+                    if (direct && p.inPlace()) {
+                        allToAllInPlace(call, src, a, b, deadline, phase);
+                        continue;
+                    }
                     for (int q = 0; q < size; q++) {
                         copy(src[q], rank, a, b, recvSegment(call), (q * count + a) * w);
                     }
@@ -547,6 +557,27 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
             if (direct) {
                 // peers read this rank's own buffers: nobody returns before everyone is done with them
                 barrier(deadline, phase + " end");
+            }
+        }
+    }
+
+    /**
+     * A direct allToAll's round on a rank in place: its buffer holds the slots its peers read, so
+     * what they send it lands in a temporary first and replaces them after the round's end barrier,
+     * once every peer is done reading (its peers may be in place or not: every rank passes the same
+     * barriers).
+     */
+    private void allToAllInPlace(CollectiveCall call, Source[] src, long a, long b, long deadline, String phase) {
+        int w = call.type().bytes();
+        long bytes = (b - a) * w;
+        try (Arena landing = Arena.ofConfined()) {
+            MemorySegment got = landing.allocate(Math.max(1, size * bytes), 8);
+            for (int q = 0; q < size; q++) {
+                copy(src[q], rank, a, b, got, q * bytes);
+            }
+            barrier(deadline, phase + " end");
+            for (int q = 0; q < size; q++) {
+                MemorySegment.copy(got, q * bytes, recvSegment(call), (q * call.count() + a) * w, bytes);
             }
         }
     }

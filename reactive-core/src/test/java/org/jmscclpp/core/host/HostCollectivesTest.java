@@ -236,8 +236,9 @@ class HostCollectivesTest {
     /**
      * Ranks of one call may differ in whether they run it in place (NCCL decides it per rank): every
      * kind, one rank in place and the others not, on 2 and 3 ranks, on registered buffers (where
-     * peers read and write each other's directly; a rank's descriptor names one location twice in
-     * place) and staged ones.
+     * peers read each other's directly; a rank's descriptor names one location twice in place, and
+     * an allToAll's rank in place takes what its peers send only once they are done reading) and
+     * staged ones.
      */
     @Test
     void ranksMayMixInPlaceAndOutOfPlace() {
@@ -247,26 +248,15 @@ class HostCollectivesTest {
                 try (Job job = new Job(n, CollectiveOptions.defaults().withScratchBytes(1 << 20), null);
                      Arena arena = Arena.ofShared()) {
                     long bytes = n * LARGE * 4 + 2 * 64;
-                    List<DeviceBuffer> sendRoot = new ArrayList<>();
-                    List<DeviceBuffer> recvRoot = new ArrayList<>();
-                    for (int r = 0; r < n; r++) {
-                        sendRoot.add(job.backends.get(r).allocate(bytes));
-                        recvRoot.add(job.backends.get(r).allocate(bytes));
-                    }
-                    if (registered) {
-                        job.all(r -> job.comms.get(r).register(sendRoot.get(r)));
-                        job.all(r -> job.comms.get(r).register(recvRoot.get(r)));
-                    }
+                    List<DeviceBuffer> sendRoot = buffers(job, bytes, registered);
+                    List<DeviceBuffer> recvRoot = buffers(job, bytes, registered);
                     MemorySegment[] inputs = new MemorySegment[n];
                     for (int q = 0; q < n; q++) {
                         inputs[q] = arena.allocate(n * LARGE * 4, 8);
                         CollectiveReference.fill(DataType.FLOAT32, 7, q, 0, n * LARGE, inputs[q], 0);
                     }
                     for (CollectiveKind kind : CollectiveKind.values()) {
-                        // alltoall: a rank in place stages its data (it overwrites the slots its peers
-                        // read), where the others may not: the ranks disagree (INVALID_USAGE)
-                        if (kind == CollectiveKind.SEND || kind == CollectiveKind.RECV
-                                || (kind == CollectiveKind.ALL_TO_ALL && registered)) {
+                        if (kind == CollectiveKind.SEND || kind == CollectiveKind.RECV) {
                             continue;
                         }
                         ReduceOp op = kind.reduces() ? ReduceOp.SUM : null;
@@ -299,16 +289,8 @@ class HostCollectivesTest {
         try (Job job = new Job(n, CollectiveOptions.defaults().withScratchBytes(1 << 20), hostOf);
              Arena arena = Arena.ofShared()) {
             long bytes = maxElements * 8 + 2 * 64;
-            List<DeviceBuffer> sendRoot = new ArrayList<>();
-            List<DeviceBuffer> recvRoot = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                sendRoot.add(job.backends.get(r).allocate(bytes));
-                recvRoot.add(job.backends.get(r).allocate(bytes));
-            }
-            if (registered) {
-                job.all(r -> job.comms.get(r).register(sendRoot.get(r)));
-                job.all(r -> job.comms.get(r).register(recvRoot.get(r)));
-            }
+            List<DeviceBuffer> sendRoot = buffers(job, bytes, registered);
+            List<DeviceBuffer> recvRoot = buffers(job, bytes, registered);
             for (DataType type : DataType.values()) {
                 MemorySegment[] inputs = new MemorySegment[n];
                 for (int q = 0; q < n; q++) {
@@ -347,6 +329,18 @@ class HostCollectivesTest {
                 registered ? " (registered)" : "", hostOf == null ? "" : " spanning hosts", calls,
                 (System.nanoTime() - t0) / 1e9);
         assertEquals(List.of(), failures.subList(0, Math.min(20, failures.size())), failures.size() + " failures");
+    }
+
+    /** A buffer of {@code bytes} on every rank of {@code job}, registered on every rank where {@code registered}. */
+    private static List<DeviceBuffer> buffers(Job job, long bytes, boolean registered) {
+        List<DeviceBuffer> buffers = new ArrayList<>();
+        for (int r = 0; r < job.n; r++) {
+            buffers.add(job.backends.get(r).allocate(bytes));
+        }
+        if (registered) {
+            job.all(r -> job.comms.get(r).register(buffers.get(r)));
+        }
+        return buffers;
     }
 
     /** Runs one call on every rank and checks every rank's output; null when right, else why not. */
