@@ -379,6 +379,10 @@ public final class Communicator implements AutoCloseable {
     }
 
     public Mono<Semaphore> buildSemaphore(Connection connection, Duration timeout) {
+        if (connection == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no connection: pass one this communicator made")
+                    .rank(rank()).phase("buildSemaphore").build();
+        }
         ConnectionContext ctx = connection.context();
         return immediate(new SemaphoreStep(ctx.remoteRank(), ctx.tag(), connection), timeout);
     }
@@ -410,6 +414,11 @@ public final class Communicator implements AutoCloseable {
      * same steps where the class comment allows it, and replays the error where it does not.
      */
     public Mono<Mesh> mesh(RegisteredMemory local, IntFunction<EndpointConfig> configForPeer, int tag, Duration timeout) {
+        if (local == null || configForPeer == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, local == null
+                    ? "no memory: pass the RegisteredMemory every peer gets" : "no endpoint configs: pass a function"
+                    + " from peer to EndpointConfig").rank(rank()).tag(tag).phase("mesh").build();
+        }
         MeshSteps steps = new MeshSteps(local, configForPeer, tag, timeout);
         return Mono.defer(steps::run);
     }
@@ -434,11 +443,23 @@ public final class Communicator implements AutoCloseable {
 
         synchronized Mono<Mesh> run() {
             if (peers == null) {
+                // every peer's config first: a bad one fails the mesh before any step is queued
+                Map<Integer, EndpointConfig> configs = new HashMap<>();
+                for (int p = 0; p < size(); p++) {
+                    if (p != rank()) {
+                        EndpointConfig config = configForPeer.apply(p);
+                        if (config == null) {
+                            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "no endpoint config for peer "
+                                    + p).rank(rank()).peer(p).tag(tag).phase("mesh").build();
+                        }
+                        configs.put(p, config);
+                    }
+                }
                 List<Integer> ps = new ArrayList<>();
                 for (int p = 0; p < size(); p++) {
                     if (p != rank()) {
                         ps.add(p);
-                        connections.put(p, connectOnSetup(p, tag, configForPeer.apply(p)));
+                        connections.put(p, connectOnSetup(p, tag, configs.get(p)));
                         sendMemoryOnSetup(local, p, tag);
                         memories.put(p, recvMemoryOnSetup(p, tag));
                     }
@@ -861,6 +882,9 @@ public final class Communicator implements AutoCloseable {
         @Override
         void validate() {
             super.validate();
+            if (config == null) {
+                throw error(ErrorCode.INVALID_USAGE, "no endpoint config: pass the EndpointConfig of the connection");
+            }
             Transport t = config.transport();
             if (provider(t) == null) {
                 throw error(ErrorCode.INVALID_USAGE, "the " + backend.name() + " backend cannot connect over "
@@ -904,6 +928,14 @@ public final class Communicator implements AutoCloseable {
         @Override
         String phase() {
             return "sendMemory";
+        }
+
+        @Override
+        void validate() {
+            super.validate();
+            if (memory == null) {
+                throw error(ErrorCode.INVALID_USAGE, "no memory: pass the RegisteredMemory to send");
+            }
         }
 
         @Override

@@ -192,6 +192,41 @@ class CommunicatorTest {
         }
     }
 
+    /**
+     * A missing argument is INVALID_USAGE naming the step, peer and tag at call time (a mesh's, at
+     * subscription), and queues nothing: a setup afterwards runs as if the call never happened.
+     */
+    @Test
+    void missingArgumentsAreInvalidUsageAndQueueNothing() {
+        try (CommunicatorGroup g = new CommunicatorGroup(2, dir); DeviceBuffer buf = g.backend.allocate(64);
+             DeviceBuffer other = g.backend.allocate(64)) {
+            Communicator c = g.comm(0);
+            JmscclppException e = assertInvalid(() -> c.sendMemoryOnSetup(null, 1, 3));
+            assertEquals(1, e.peer());
+            assertEquals(3, e.tag());
+            assertEquals("sendMemory", e.phase());
+            assertInvalid(() -> c.sendMemory(null, 1, 3));
+            assertInvalid(() -> c.connectOnSetup(1, 3, null));
+            assertInvalid(() -> c.buildSemaphore(null));
+            RegisteredMemory mine = c.registerMemory(buf, TransportFlags.of(Transport.HOST_IPC));
+            assertInvalid(() -> c.mesh(null, HOST_IPC));
+            assertInvalid(() -> c.mesh(mine, null, 0, CommunicatorGroup.WAIT));
+            JmscclppException m = assertThrows(JmscclppException.class,
+                    () -> c.mesh(mine, p -> null, 5, CommunicatorGroup.WAIT).block(CommunicatorGroup.WAIT));
+            assertEquals(ErrorCode.INVALID_USAGE, m.code(), m.getMessage());
+            assertEquals(1, m.peer());
+            // nothing of the above was queued: the same peer and tag carry a memory both ways
+            List<RegisteredMemory> got = new ArrayList<>();
+            c.sendMemoryOnSetup(mine, 1, 3);
+            c.recvMemoryOnSetup(1, 3).subscribe(got::add);
+            Communicator peer = g.comm(1);
+            peer.sendMemoryOnSetup(peer.registerMemory(other, TransportFlags.of(Transport.HOST_IPC)), 0, 3);
+            peer.recvMemoryOnSetup(0, 3).subscribe(got::add);
+            Mono.when(g.comm(0).setup(), g.comm(1).setup()).block(CommunicatorGroup.WAIT);
+            assertEquals(2, got.size());
+        }
+    }
+
     @Test
     void closingFailsQueuedStepsAndRefusesNewOnes() {
         try (CommunicatorGroup g = new CommunicatorGroup(2, dir)) {
@@ -334,8 +369,9 @@ class CommunicatorTest {
         }
     }
 
-    private static void assertInvalid(org.junit.jupiter.api.function.Executable e) {
+    private static JmscclppException assertInvalid(org.junit.jupiter.api.function.Executable e) {
         JmscclppException ex = assertThrows(JmscclppException.class, e);
         assertEquals(ErrorCode.INVALID_USAGE, ex.code(), ex.getMessage());
+        return ex;
     }
 }
