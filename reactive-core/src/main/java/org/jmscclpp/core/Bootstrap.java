@@ -18,7 +18,9 @@ import reactor.core.publisher.Mono;
  * <p>Collectives ({@link #allGather}, {@link #barrier}, {@link #broadcast}) must be subscribed in the
  * same order on every rank, like MPI collectives. Point-to-point messages are matched per
  * (peer, tag): the i-th {@link #send} to (peer, tag) is the i-th {@link #recv} from (rank, tag) on the
- * peer; different tags are independent streams.
+ * peer; different tags are independent streams. Tags from 2^24 up are the library's own (the
+ * communicators, collective engines and hierarchical engines built on this bootstrap send on them):
+ * an application sharing the bootstrap uses tags in [0, 2^24), which nothing of the library uses.
  *
  * <p>Signals may be delivered on an I/O thread of the implementation: do not block in a
  * downstream operator; {@code publishOn} a scheduler for blocking work.
