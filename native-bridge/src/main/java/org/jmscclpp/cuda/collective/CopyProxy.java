@@ -20,9 +20,9 @@ import org.jspecify.annotations.Nullable;
  * cannot start the GPU's copy engines, so once a call's descriptors agree its first thread posts a
  * request per peer into a ring of pinned host memory, and this proxy's thread turns each into a
  * copy on that peer's copy stream followed by up to two stream writes (the peer's "in" word, this
- * rank's "out" word; a request without one has 0 there), which the kernels wait for. The kernel computes every address (its peers' buffers
- * as mapped here, located through their descriptors); the proxy only checks that a request's lane
- * is one of its streams.
+ * rank's "out" word; a request without one has 0 there), which the kernels wait for. The kernel
+ * computes every address (its peers' buffers as mapped here, located through their descriptors);
+ * the proxy only checks that a request's lane is one of its streams.
  *
  * <p>The thread starts with the first copy-engine call and then polls the ring: it spins while
  * requests come (10 ms after the last one: calls of a GiB take milliseconds, and a request found

@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
  * The copy proxy's host logic on the CPU (on GPUs the ce algorithms run it for real: the
  * collective matrix of {@code CudaCollectivesGpuTest}): requests written into the ring as the
  * kernels write them (sequence number last, with release) become a copy and two writes on their
- * lane (fewer where a word's address is 0), in ring order; a request it cannot serve fails it once, with a typed error; close stops its
- * thread and waits for the lanes.
+ * lane (fewer where a word's address is 0), in ring order; a request it cannot serve fails it once,
+ * with a typed error; close stops its thread and waits for the lanes.
  */
 class CopyProxyTest {
 
@@ -135,7 +135,7 @@ class CopyProxyTest {
         try (CopyProxy p = proxy(a)) {
             p.arm();
             a.latch = new CountDownLatch(1 + 2 + 1 + 1);
-            post(0, 10, 20, 64, 0, 0, 7, 0);    // a ce allReduce's chunk that is not its lane's last
+            post(0, 10, 20, 64, 0, 0, 7, 0);    // a ce allReduce's result that is not its last
             post(1, 11, 21, 64, 31, 0, 8, 0);   // a share's chunk: "arrived" only
             post(2, 12, 22, 64, 0, 42, 9, 0);
             assertTrue(a.latch.await(10, TimeUnit.SECONDS), "the lane got " + a.ops);
