@@ -47,10 +47,10 @@
 //             peer is done with this rank's buffers and has stored everything meant for it.
 //   2 push    allReduce, reduce and broadcast on registered buffers with stores only, in rounds of
 //             chunks with a handshake per round (the push section below); staged calls run direct.
-//   3 ce      allGather, allToAll, broadcast and (two ranks) allReduce on registered buffers: the GPU's copy engines move
-//             the bytes, started by the host's copy proxy at the kernel's request (the copy engine
-//             section below); staged calls run direct. Sends of algorithm ce into a registered
-//             receive buffer too (pointToPoint).
+//   3 ce      allGather, allToAll, broadcast and allReduce (two ranks, both out of place; else push)
+//             on registered buffers: the GPU's copy engines move the bytes, started by the host's copy
+//             proxy at the kernel's request (the copy engine section below); staged calls run direct.
+//             Sends of algorithm ce into a registered receive buffer too (pointToPoint).
 #include <jmscclpp/jmscclpp.cuh>
 
 using jmscclpp::Deadline;
