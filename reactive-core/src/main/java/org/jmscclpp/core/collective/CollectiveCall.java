@@ -1,6 +1,5 @@
 package org.jmscclpp.core.collective;
 
-import java.util.Objects;
 import org.jmscclpp.core.DeviceBuffer;
 import org.jmscclpp.core.DeviceBufferSlice;
 import org.jmscclpp.core.ErrorCode;
@@ -25,9 +24,13 @@ import org.jspecify.annotations.Nullable;
 public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count,
                              DataType type, @Nullable ReduceOp op, int root, int peer) {
 
+    /** INVALID_USAGE where the kind or the element type is missing (a call of no type moves no bytes). */
     public CollectiveCall {
-        Objects.requireNonNull(kind, "kind");
-        Objects.requireNonNull(type, "type");
+        if (kind == null || type == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a collective call needs "
+                    + (kind == null ? "a kind" : "an element type (DataType)") + (kind == null ? "" : ": " + kind.label()
+                    + " with a null type")).phase(kind == null ? "collective" : kind.label()).build();
+        }
     }
 
     public static CollectiveCall allReduce(@Nullable DeviceBuffer send, @Nullable DeviceBuffer recv, long count, DataType type, ReduceOp op) {
