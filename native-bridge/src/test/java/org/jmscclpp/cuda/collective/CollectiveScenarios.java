@@ -201,15 +201,20 @@ final class CollectiveScenarios {
             comm.register(recvRoot).block(LIMIT);
             check(comm, CollectiveKind.SEND, DataType.FLOAT32, null, HUGE_BYTES / 4, 0, false, null, sendRoot,
                     recvRoot, failures);
-            if (!failures.isEmpty()) {
-                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
-                        failures.subList(0, Math.min(20, failures.size()))));
-            }
+            assertNoFailures(failures);
         } finally {
             recvStaged.close();
             sendStaged.close();
             recvRoot.close();
             sendRoot.close();
+        }
+    }
+
+    /** Fails with how many checks failed and the first 20 of them, if any did. */
+    private static void assertNoFailures(List<String> failures) {
+        if (!failures.isEmpty()) {
+            throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
+                    failures.subList(0, Math.min(20, failures.size()))));
         }
     }
 
@@ -283,10 +288,7 @@ final class CollectiveScenarios {
                     }
                 }
             }
-            if (!failures.isEmpty()) {
-                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
-                        failures.subList(0, Math.min(20, failures.size()))));
-            }
+            assertNoFailures(failures);
         } finally {
             recvRoot.close();
             sendRoot.close();
@@ -514,10 +516,7 @@ final class CollectiveScenarios {
                 }
             }
             GpuRankMain.say("across hosts: " + calls + " calls, " + failures.size() + " failures");
-            if (!failures.isEmpty()) {
-                throw new AssertionError(failures.size() + " failures, the first: " + String.join("\n",
-                        failures.subList(0, Math.min(20, failures.size()))));
-            }
+            assertNoFailures(failures);
         } finally {
             recv.close();
             send.close();

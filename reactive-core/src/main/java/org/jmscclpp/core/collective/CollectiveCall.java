@@ -26,10 +26,13 @@ public record CollectiveCall(CollectiveKind kind, @Nullable DeviceBuffer send, @
 
     /** INVALID_USAGE where the kind or the element type is missing (a call of no type moves no bytes). */
     public CollectiveCall {
-        if (kind == null || type == null) {
-            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a collective call needs "
-                    + (kind == null ? "a kind" : "an element type (DataType)") + (kind == null ? "" : ": " + kind.label()
-                    + " with a null type")).phase(kind == null ? "collective" : kind.label()).build();
+        if (kind == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a collective call needs a kind")
+                    .phase("collective").build();
+        }
+        if (type == null) {
+            throw JmscclppException.builder(ErrorCode.INVALID_USAGE, "a collective call needs an element type"
+                    + " (DataType): " + kind.label() + " with a null type").phase(kind.label()).build();
         }
     }
 
