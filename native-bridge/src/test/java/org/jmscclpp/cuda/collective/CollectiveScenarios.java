@@ -288,6 +288,21 @@ final class CollectiveScenarios {
                     }
                 }
             }
+            // alltoall: the rank in place sends from a copy of its data (to the staging area's 64 MiB), and
+            // every rank in place too
+            for (String algorithm : new String[] {"ll16", "memory", "ce", null}) {
+                for (long count : new long[] {7, LARGE / n, big / n}) {
+                    if ("ll16".equals(algorithm) && count * 4 > (1L << 20)) {
+                        continue;
+                    }
+                    for (int inPlaceRank = -1; inPlaceRank < n; inPlaceRank++) {
+                        boolean mine = inPlaceRank < 0 || rank == inPlaceRank;
+                        check(comm, CollectiveKind.ALL_TO_ALL, DataType.FLOAT32, null, count, 0, mine,
+                                13 + inPlaceRank, inPlaceRank < 0 ? " (every rank in place)" : " (rank " + inPlaceRank
+                                        + " in place, the others not)", algorithm, sendRoot, recvRoot, failures);
+                    }
+                }
+            }
             assertNoFailures(failures);
         } finally {
             recvRoot.close();

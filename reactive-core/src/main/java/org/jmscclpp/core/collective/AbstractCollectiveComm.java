@@ -190,13 +190,14 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
     }
 
     /**
-     * Whether an allToAll in place on registered buffers runs staged on this engine (its kernels
-     * would overwrite the slots its peers read). Staged on one rank and direct on another, the ranks
-     * disagree and the call fails with INVALID_USAGE, so an engine that can keep them apart (the host
-     * engine: what the peers send lands beside the buffer until they are done) says false, and ranks
-     * may then differ in placement, as NCCL allows.
+     * Whether {@code call}, an allToAll in place on registered buffers, runs staged on this engine
+     * (what its peers send would land on the slots it has yet to send). Staged on one rank and direct
+     * on another, the ranks disagree and the call fails with INVALID_USAGE, so an engine that can
+     * keep them apart says false (the host engine: what the peers send lands beside the buffer until
+     * they are done; the CUDA engine: the rank sends from a copy of its data, when that fits), and
+     * ranks may then differ in placement, as NCCL allows.
      */
-    protected boolean stagesInPlaceAllToAll() {
+    protected boolean stagesInPlaceAllToAll(CollectiveCall call) {
         return true;
     }
 
@@ -679,10 +680,10 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
         // found in: a peer tells it is in place by the two being equal (the CUDA ce algorithm)
         long recv = !writesRecv ? 0 : call.kind() == CollectiveKind.ALL_REDUCE && call.inPlace(rank) ? send
                 : locate(call.recv());
-        // in place, an alltoall's rank overwrites the slots its peers read: it stages its data first,
-        // unless the engine keeps them apart on registered buffers (stagesInPlaceAllToAll)
+        // in place, what an alltoall's peers send lands on the slots it has yet to send: it stages its
+        // data first, unless the engine keeps them apart on registered buffers (stagesInPlaceAllToAll)
         boolean direct = (readsSend || writesRecv) && (!readsSend || send != 0) && (!writesRecv || recv != 0)
-                && !(call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank) && stagesInPlaceAllToAll());
+                && !(call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank) && stagesInPlaceAllToAll(call));
         CallDescriptor d = CallDescriptor.of(call, algorithm.id(), direct ? CallDescriptor.DIRECT : 0,
                 direct ? send : 0, direct ? recv : 0);
         Planned planned = new Planned(call, algorithm, d, call.inPlace(rank));

@@ -272,7 +272,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
     }
 
     @Override
-    protected boolean stagesInPlaceAllToAll() {
+    protected boolean stagesInPlaceAllToAll(CollectiveCall call) {
         return false;   // allToAllInPlace
     }
 
