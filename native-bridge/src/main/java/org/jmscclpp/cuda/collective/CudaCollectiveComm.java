@@ -71,8 +71,8 @@ import reactor.core.publisher.MonoSink;
  * buffers) for small calls and a direct algorithm for large ones: on registered buffers the peers'
  * buffers are read and written in place; otherwise the data is staged through the scratch's IN and
  * OUT areas, in pieces of {@link #STAGED_BYTES} (copies on the stream before and after each piece).
- * An allToAll in place on registered buffers sends from a copy of its data in the IN area (what its
- * peers store into its buffer would overwrite slots it has yet to send), staged only beyond it.
+ * An allToAll in place on registered buffers sends from a copy of its data in the IN and OUT areas
+ * (what its peers store into its buffer would overwrite slots it has yet to send), staged only beyond.
  * A send stores into a registered receive buffer; otherwise the receiver copies (see the kernel
  * file's point-to-point section). For large allReduce, reduce and broadcast calls on registered
  * buffers, {@code push} crosses NVLink with stores only, in rounds of chunks (the kernel file's push
@@ -608,13 +608,14 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     }
 
     /**
-     * In place, an allToAll sends from a copy of its data in the IN area (enqueueCollective), so that
-     * what the peers store into its buffer cannot overtake what it has yet to send, and it runs
-     * direct, as its peers out of place do; only a buffer larger than that area is staged.
+     * In place, an allToAll sends from a copy of its data in the IN and OUT areas (enqueueCollective:
+     * a direct call uses neither), so that what the peers store into its buffer cannot overtake what
+     * it has yet to send, and it runs direct, as its peers out of place do; only a buffer larger than
+     * the two is staged.
      */
     @Override
     protected boolean stagesInPlaceAllToAll(CollectiveCall call) {
-        return call.sendBytes(rank, size) > layout.stagedBytes();
+        return call.sendBytes(rank, size) > 2 * layout.stagedBytes();
     }
 
     @Override
@@ -961,7 +962,7 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             int algo = push ? 2 : ce ? 3 : 1;
             if (kind == CollectiveKind.ALL_TO_ALL && p.inPlace()) {
                 // the peers store into this buffer as soon as they have this call's descriptor, which the kernel
-                // sends after this copy: it sends from the copy (stagesInPlaceAllToAll)
+                // sends after this copy: it sends from the copy, in the IN and OUT areas (stagesInPlaceAllToAll)
                 long in = scratch.address() + layout.in();
                 on.copyAsync(in, send, call.sendBytes(rank, size));
                 send = in;

@@ -270,8 +270,10 @@ final class CollectiveScenarios {
      */
     private void mixedPlacement(CollectiveComm comm) {
         long big = (64L << 20) / 4;
-        DeviceBuffer sendRoot = backend.allocate(big * 4 + 64);
-        DeviceBuffer recvRoot = backend.allocate(big * 4 + 64);
+        // alltoall up to the scratch's 128 MiB (n x count elements a buffer)
+        long a2aMax = (128L << 20) / 4 / n;
+        DeviceBuffer sendRoot = backend.allocate(Math.max(big, n * a2aMax) * 4 + 64);
+        DeviceBuffer recvRoot = backend.allocate(Math.max(big, n * a2aMax) * 4 + 64);
         try {
             comm.register(sendRoot).block(LIMIT);
             comm.register(recvRoot).block(LIMIT);
@@ -288,10 +290,10 @@ final class CollectiveScenarios {
                     }
                 }
             }
-            // alltoall: the rank in place sends from a copy of its data (to the staging area's 64 MiB), and
+            // alltoall: the rank in place sends from a copy of its data (up to the scratch's 128 MiB), and
             // every rank in place too
             for (String algorithm : new String[] {"ll16", "memory", "ce", null}) {
-                for (long count : new long[] {7, LARGE / n, big / n}) {
+                for (long count : new long[] {7, LARGE / n, a2aMax}) {
                     if ("ll16".equals(algorithm) && count * 4 > (1L << 20)) {
                         continue;
                     }
