@@ -71,8 +71,8 @@ import reactor.core.publisher.MonoSink;
  * buffers) for small calls and a direct algorithm for large ones: on registered buffers the peers'
  * buffers are read and written in place; otherwise the data is staged through the scratch's IN and
  * OUT areas, in pieces of {@link #STAGED_BYTES} (copies on the stream before and after each piece).
- * An allToAll in place on registered buffers sends from a copy of its data in the IN and OUT areas
- * (what its peers store into its buffer would overwrite slots it has yet to send), staged only beyond.
+ * An allToAll in place on registered buffers sends from a copy of the slots its peers overwrite, in
+ * the IN and OUT areas (what they store would overtake what it has yet to send), staged only beyond.
  * A send stores into a registered receive buffer; otherwise the receiver copies (see the kernel
  * file's point-to-point section). For large allReduce, reduce and broadcast calls on registered
  * buffers, {@code push} crosses NVLink with stores only, in rounds of chunks (the kernel file's push
@@ -608,10 +608,10 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
     }
 
     /**
-     * In place, an allToAll sends from a copy of its data in the IN and OUT areas (enqueueCollective:
-     * a direct call uses neither), so that what the peers store into its buffer cannot overtake what
-     * it has yet to send, and it runs direct, as its peers out of place do; only a buffer larger than
-     * the two is staged.
+     * In place, an allToAll sends from a copy of the slots its peers overwrite, in the IN and OUT
+     * areas (enqueueCollective: a direct call uses neither), so that what the peers store into its
+     * buffer cannot overtake what it has yet to send, and it runs direct, as its peers out of place
+     * do; only a buffer larger than the two areas is staged.
      */
     @Override
     protected boolean stagesInPlaceAllToAll(CollectiveCall call) {
@@ -962,9 +962,12 @@ public final class CudaCollectiveComm extends AbstractCollectiveComm {
             int algo = push ? 2 : ce ? 3 : 1;
             if (kind == CollectiveKind.ALL_TO_ALL && p.inPlace()) {
                 // the peers store into this buffer as soon as they have this call's descriptor, which the kernel
-                // sends after this copy: it sends from the copy, in the IN and OUT areas (stagesInPlaceAllToAll)
+                // sends after this copy: it sends from the copy, in the IN and OUT areas (stagesInPlaceAllToAll),
+                // of the slots before and after its own (which no peer writes: the kernels leave it in place)
                 long in = scratch.address() + layout.in();
-                on.copyAsync(in, send, call.sendBytes(rank, size));
+                long slot = call.countBytes();
+                on.copyAsync(in, send, rank * slot);
+                on.copyAsync(in + (rank + 1) * slot, send + (rank + 1) * slot, (size - rank - 1L) * slot);
                 send = in;
             }
             if (ce) {

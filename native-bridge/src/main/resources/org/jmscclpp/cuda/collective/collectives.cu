@@ -1409,7 +1409,9 @@ __device__ void directRun(const Comm* c, const Call& call, u64 run) {
       const char* srcs[kMaxRanks];
       for (int q = 0; q < N; q++) {
         dsts[q] = dst[q] + static_cast<u64>(rank) * bytes;
-        srcs[q] = call.send + static_cast<u64>(q) * bytes;
+        // in place, the send buffer is a copy of the slots the peers overwrite (the host's), and this
+        // rank's own slot stays where it is: copied onto itself
+        srcs[q] = q == rank && call.inPlace ? dsts[q] : call.send + static_cast<u64>(q) * bytes;
       }
       pairsCopy(dsts, srcs, bytes, gtid(), gthreads());
       break;
