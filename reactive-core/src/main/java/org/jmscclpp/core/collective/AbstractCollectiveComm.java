@@ -682,10 +682,12 @@ public abstract class AbstractCollectiveComm implements CollectiveComm {
                 : locate(call.recv());
         // in place, what an alltoall's peers send lands on the slots it has yet to send: it stages its
         // data first, unless the engine keeps them apart on registered buffers (stagesInPlaceAllToAll)
-        boolean direct = (readsSend || writesRecv) && (!readsSend || send != 0) && (!writesRecv || recv != 0)
-                && !(call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank) && stagesInPlaceAllToAll(call));
-        CallDescriptor d = CallDescriptor.of(call, algorithm.id(), direct ? CallDescriptor.DIRECT : 0,
-                direct ? send : 0, direct ? recv : 0);
+        boolean registered = (readsSend || writesRecv) && (!readsSend || send != 0) && (!writesRecv || recv != 0);
+        boolean stagedInPlace = registered && call.kind() == CollectiveKind.ALL_TO_ALL && call.inPlace(rank)
+                && stagesInPlaceAllToAll(call);
+        boolean direct = registered && !stagedInPlace;
+        CallDescriptor d = CallDescriptor.of(call, algorithm.id(), direct ? CallDescriptor.DIRECT
+                : stagedInPlace ? CallDescriptor.STAGED_IN_PLACE : 0, direct ? send : 0, direct ? recv : 0);
         Planned planned = new Planned(call, algorithm, d, call.inPlace(rank));
         return planned;
     }

@@ -19,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  *       16-23   reduction ({@link ReduceOp#code()}), 0xFF for kinds without one
  *       24-31   algorithm id ({@link Algorithm#id()})
  *       32-39   flags: bit 0 {@link #DIRECT} (the call runs on registered buffers, not staged), bit 1
- *               {@link #INLINE} (a SEND whose data travels with its descriptor)
+ *               {@link #INLINE} (a SEND whose data travels with its descriptor), bit 2
+ *               {@link #STAGED_IN_PLACE} (an allToAll in place on registered buffers, staged)
  *       40-63   root (BROADCAST, REDUCE) or peer (SEND: the destination; RECV: the source) + 1; 0 for none
  *  1    0-63    count
  *  2    0-63    where this rank's send data is ({@link #location}), 0 when staged or unused
@@ -42,6 +43,12 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
      * CUDA engine's small messages), so the receiver reads nothing of the sender's memory.
      */
     public static final int INLINE = 2;
+    /**
+     * Flag: an allToAll in place on registered buffers that this rank's engine stages all the same
+     * (AbstractCollectiveComm#stagesInPlaceAllToAll: the CUDA engine's, beyond its staging areas), so
+     * that a peer running the call out of place is told why the ranks differ.
+     */
+    public static final int STAGED_IN_PLACE = 4;
     /** Largest registration index a location can carry. */
     public static final int MAX_REGISTRATIONS = (1 << 15) - 1;
     /** Largest offset a location can carry. */
@@ -83,6 +90,11 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
     public CallDescriptor with(int flag) {
         return new CallDescriptor(kind, type, op, algorithm, flags | flag, rootOrPeer, count, sendLocation,
                 recvLocation);
+    }
+
+    /** Whether the {@link #STAGED_IN_PLACE} flag is set. */
+    public boolean stagedInPlace() {
+        return (flags & STAGED_IN_PLACE) != 0;
     }
 
     /** Whether the {@link #INLINE} flag is set. */
@@ -177,7 +189,8 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
             b.append(kind.pointToPoint() ? ", peer " : ", root ").append(rootOrPeer);
         }
         return b.append(") by ").append(algorithmName.apply(algorithm))
-                .append(direct() ? " on registered buffers" : inline() ? " inline" : " staged").toString();
+                .append(direct() ? " on registered buffers" : inline() ? " inline" : stagedInPlace()
+                        ? " in place, staged (larger than the staging areas)" : " staged").toString();
     }
 
     private String differences(CallDescriptor base, IntFunction<String> algorithmName) {
@@ -205,7 +218,9 @@ public record CallDescriptor(CollectiveKind kind, DataType type, @Nullable Reduc
             d.add("algorithm " + algorithmName.apply(algorithm));
         }
         if (flags != base.flags) {
-            d.add(direct() ? "registered buffers" : "unregistered (staged) buffers");
+            d.add(direct() ? "registered buffers" : stagedInPlace() ? "the call in place on registered buffers larger"
+                    + " than the staging areas, staged (run it in place on every rank or on none, or give the"
+                    + " communicator more scratch: CollectiveOptions.scratchBytes)" : "unregistered (staged) buffers");
         }
         return "has " + String.join(", ", d);
     }

@@ -52,4 +52,28 @@ class CallDescriptorTest {
         assertTrue(CallDescriptor.pointToPointMismatch(3, send, 0, agreeing, CallDescriptorTest::name).isEmpty(),
                 "the INLINE flag is the sender's business: not compared");
     }
+
+    @Test
+    void anAllToAllStagedInPlaceBesideOneOutOfPlaceSaysWhyTheRanksDiffer() {
+        long location = CallDescriptor.location(1, 0);
+        CallDescriptor outOfPlace = new CallDescriptor(CollectiveKind.ALL_TO_ALL, DataType.FLOAT32, null, 12,
+                CallDescriptor.DIRECT, -1, 1L << 26, location, location);
+        CallDescriptor stagedInPlace = new CallDescriptor(CollectiveKind.ALL_TO_ALL, DataType.FLOAT32, null, 12,
+                CallDescriptor.STAGED_IN_PLACE, -1, 1L << 26, 0, 0);
+        CallDescriptor back = CallDescriptor.decode(stagedInPlace.words(), 1);
+        assertEquals(stagedInPlace, back);
+        assertTrue(back.stagedInPlace() && !back.direct());
+        assertEquals(4L, (back.word0() >>> 32) & 0xFF, "STAGED_IN_PLACE is bit 2 of the flags");
+
+        String why = CallDescriptor.mismatch(java.util.List.of(outOfPlace, stagedInPlace), CallDescriptorTest::name)
+                .orElseThrow();
+        assertTrue(why.contains("rank 1 has the call in place on registered buffers larger than the staging areas")
+                && why.contains("CollectiveOptions.scratchBytes"), why);
+        String other = CallDescriptor.mismatch(java.util.List.of(stagedInPlace, outOfPlace), CallDescriptorTest::name)
+                .orElseThrow();
+        assertTrue(other.contains("rank 0 alltoall(count 67108864, float) by algorithm 12 in place, staged (larger than"
+                + " the staging areas)") && other.contains("rank 1 has registered buffers"), other);
+        assertTrue(CallDescriptor.mismatch(java.util.List.of(stagedInPlace, stagedInPlace), CallDescriptorTest::name)
+                .isEmpty(), "every rank in place: they agree");
+    }
 }
