@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CallDescriptorTest {
@@ -65,15 +66,15 @@ class CallDescriptorTest {
         assertTrue(back.stagedInPlace() && !back.direct());
         assertEquals(4L, (back.word0() >>> 32) & 0xFF, "STAGED_IN_PLACE is bit 2 of the flags");
 
-        String why = CallDescriptor.mismatch(java.util.List.of(outOfPlace, stagedInPlace), CallDescriptorTest::name)
+        String why = CallDescriptor.mismatch(List.of(outOfPlace, stagedInPlace), CallDescriptorTest::name)
                 .orElseThrow();
         assertTrue(why.contains("rank 1 has the call in place on registered buffers larger than the staging areas")
                 && why.contains("CollectiveOptions.scratchBytes"), why);
-        String other = CallDescriptor.mismatch(java.util.List.of(stagedInPlace, outOfPlace), CallDescriptorTest::name)
+        String other = CallDescriptor.mismatch(List.of(stagedInPlace, outOfPlace), CallDescriptorTest::name)
                 .orElseThrow();
         assertTrue(other.contains("rank 0 alltoall(count 67108864, float) by algorithm 12 in place, staged (larger than"
                 + " the staging areas)") && other.contains("rank 1 has registered buffers"), other);
-        assertTrue(CallDescriptor.mismatch(java.util.List.of(stagedInPlace, stagedInPlace), CallDescriptorTest::name)
+        assertTrue(CallDescriptor.mismatch(List.of(stagedInPlace, stagedInPlace), CallDescriptorTest::name)
                 .isEmpty(), "every rank in place: they agree");
     }
 }
