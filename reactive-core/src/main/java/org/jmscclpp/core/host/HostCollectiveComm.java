@@ -565,7 +565,7 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
      * A direct allToAll's round on a rank in place: its buffer holds the slots its peers read, so
      * what they send it lands in a temporary first and replaces them after the round's end barrier,
      * once every peer is done reading (its peers may be in place or not: every rank passes the same
-     * barriers).
+     * barriers). Its own slot is where it belongs already and stays.
      */
     private void allToAllInPlace(CollectiveCall call, Source[] src, long a, long b, long deadline, String phase) {
         int w = call.type().bytes();
@@ -573,11 +573,15 @@ final class HostCollectiveComm extends AbstractCollectiveComm {
         try (Arena landing = Arena.ofConfined()) {
             MemorySegment got = landing.allocate(Math.max(1, size * bytes), 8);
             for (int q = 0; q < size; q++) {
-                copy(src[q], rank, a, b, got, q * bytes);
+                if (q != rank) {
+                    copy(src[q], rank, a, b, got, q * bytes);
+                }
             }
             barrier(deadline, phase + " end");
             for (int q = 0; q < size; q++) {
-                MemorySegment.copy(got, q * bytes, recvSegment(call), (q * call.count() + a) * w, bytes);
+                if (q != rank) {
+                    MemorySegment.copy(got, q * bytes, recvSegment(call), (q * call.count() + a) * w, bytes);
+                }
             }
         }
     }
